@@ -1,0 +1,84 @@
+// The algorithm interface: one pool's buffers in, one offset per buffer out.
+//
+// Every algorithm lives in one file under src/algorithms/ and is registered
+// by name in src/algorithms/registry.cpp. An algorithm sees only a
+// PoolProblem: buffers with a size, a half-open lifetime [start, end), an
+// alignment and optional constraints. It never sees the graph.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memplan/types.h"
+
+namespace memplan {
+
+struct Buffer {
+  BufferId id = 0;          // position in PoolProblem::buffers
+  std::string name;         // for messages only
+  TimeValue start = 0;      // first step alive
+  TimeValue end = 0;        // one past the last step alive (start < end)
+  Bytes size = 0;           // bytes to reserve (already rounded to alignment)
+  Bytes nbytes = 0;         // unrounded size (ExecuTorch's greedy sorts on it)
+  Bytes alignment = 1;      // offsets must be multiples of this (power of 2)
+  std::optional<Offset> fixed_offset;   // pinned placement (pool-relative,
+                                        // after the reserved prefix)
+  BufferId inplace_base = kNone;        // ExecuTorch inplace_base: same offset
+                                        // as that buffer, own lifetime
+  bool overlaps(const Buffer& o) const { return start < o.end && o.start < end; }
+};
+
+struct PoolProblem {
+  MemId mem_id = 1;
+  std::vector<Buffer> buffers;          // in insertion (first-appearance) order
+  Bytes reserved = 0;                   // prefix held by control-flow bodies
+  Bytes extra_padding = 0;              // added to the end of a used pool
+  std::optional<Bytes> capacity;        // pool size limit, if any
+};
+
+struct PoolSolution {
+  std::vector<Offset> offsets;          // absolute (reserved prefix included)
+  std::vector<std::int32_t> mem_obj_ids;  // ExecuTorch shared object ids, or
+                                          // all 0 for offset-based algorithms
+  Bytes size = 0;                       // pool bytes (prefix + padding incl.)
+  std::string algorithm;                // who produced it (suite: the winner)
+  bool proven_optimal = false;          // size is the minimum possible
+  std::uint64_t work = 0;               // search nodes / moves spent
+};
+
+// Search effort. Every technique is a switch; effort is counted in work
+// units (nodes, moves), never in time, so results are deterministic.
+struct AlgorithmParams {
+  double effort = 1.0;                  // scales every work budget
+  double time_limit_seconds = 0;        // 0 = none; optional wall-clock cap
+  std::uint64_t seed = 0x6d656d706c616eULL;  // for randomized perturbation
+  bool use_local_search = true;         // iterated local search on orders
+  bool use_exact_search = true;         // branch and bound at the bound
+  bool use_executorch_in_portfolio = true;
+  std::function<void(std::string_view)> progress;  // optional status line
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string_view name() const = 0;
+  // True for the ExecuTorch algorithms, whose results must match ExecuTorch
+  // bit for bit and which keep `inplace_base` buffers separate.
+  virtual bool executorchExact() const { return false; }
+  virtual PoolSolution solve(const PoolProblem& problem,
+                             const AlgorithmParams& params) const = 0;
+};
+
+// Registry. Names: "naive", "greedy", "greedy_no_overlap", "suite" (the
+// ExecuTorch suite), "auto" (default) and the offset-based algorithms.
+std::unique_ptr<Algorithm> makeAlgorithm(std::string_view name);  // null if unknown
+std::vector<std::string> algorithmNames();
+
+// Max over time of the summed sizes of live buffers (sweep, O(n log n)),
+// plus the reserved prefix. No placement can be smaller.
+Bytes lowerBound(const PoolProblem& problem);
+
+}  // namespace memplan

@@ -1,0 +1,124 @@
+// The graph IR: the only structure the pipeline stages share.
+//
+//   import -> Model (this file) -> lifetimes/specs -> partition -> algorithm
+//          -> Plan -> verify -> export/report
+//
+// A Model owns every tensor of every graph in one table; graphs (the main
+// graph and the bodies of control-flow nodes) hold nodes in execution order
+// that name tensors by TensorId. A subgraph's nodes may read tensors of an
+// enclosing graph (outer-scope capture): those stay owned by the outer graph.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memplan/types.h"
+
+namespace memplan {
+
+enum class DType : std::uint8_t {
+  Unknown, Bool, Int4, UInt4, Int8, UInt8, Int16, UInt16, Int32, UInt32,
+  Int64, UInt64, Float8E4M3, Float8E5M2, Float16, BFloat16, Float32, Float64,
+  Complex64, Complex128, String, Resource, Variant,
+};
+
+// Bits per element (4 for Int4); 0 for Unknown/String/Resource/Variant.
+unsigned dtypeBits(DType t);
+std::string_view dtypeName(DType t);  // "float32", "int8", ...
+std::optional<DType> parseDType(std::string_view name);
+
+// Bytes of a dense tensor: prod(shape) * bits / 8, rounded up; a 0-d tensor
+// is one element. nullopt on a negative dimension or on overflow.
+std::optional<Bytes> denseBytes(const std::vector<std::int64_t>& shape, DType t);
+
+struct Device {
+  std::string type = "cpu";  // "cpu", "cuda", "npu", ... (lower case)
+  std::int32_t index = 0;
+  bool isCpu0() const { return type == "cpu" && index == 0; }
+  std::string str() const { return type + ":" + std::to_string(index); }
+  friend bool operator==(const Device&, const Device&) = default;
+  // CPU:0 first, then (type, index).
+  friend bool operator<(const Device& a, const Device& b) {
+    if (a.isCpu0() != b.isCpu0()) return a.isCpu0();
+    if (a.type != b.type) return a.type < b.type;
+    return a.index < b.index;
+  }
+};
+
+// What a tensor's storage is, independent of whether it is a graph input or
+// output (that is given by Graph::inputs / Graph::outputs).
+enum class TensorKind : std::uint8_t {
+  Activation,         // produced or consumed while the graph runs
+  Constant,           // weight; lives in the constant segment, never planned
+  TrainableConstant,  // weight with a gradient: planned like an activation
+  MutableBuffer,      // state kept between calls (KV cache): lives to the end
+};
+
+// How a tensor shares storage with `alias_of`.
+enum class AliasKind : std::uint8_t {
+  None,
+  View,       // same bytes as its base (reshape, slice view): one storage
+  InPlace,    // result of an op that mutated `alias_of`: one storage
+  ShareWith,  // out-variant result annotated "reuse argument's allocation"
+              // (ExecuTorch `inplace_base`): own lifetime, base's offset
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<std::int64_t> shape;   // empty = scalar
+  DType dtype = DType::Unknown;
+  Bytes nbytes = 0;                  // dense size; set by the importer
+  Device device;
+  Bytes alignment = 0;               // 0 = the planning alignment
+  std::optional<MemId> mem_id;       // preset pool
+  std::optional<Offset> offset;      // pinned offset inside the preset pool
+  TensorKind kind = TensorKind::Activation;
+  AliasKind alias = AliasKind::None;
+  TensorId alias_of = kNone;
+  bool dynamic_unbound = false;      // size unknown: the runtime allocates it
+  GraphId graph = 0;                 // graph that owns (declares) the tensor
+};
+
+enum class NodeKind : std::uint8_t {
+  Op,     // ordinary operator
+  Cond,   // runs one of its subgraphs (then, else)
+  While,  // subgraphs: cond, body
+  Map,    // subgraph: body, run per slice (its inputs are planned)
+  Scan,   // subgraph: body, run per slice (its inputs are planned)
+  Call,   // runs its subgraph once (TFLite CALL_ONCE, delegate call)
+};
+std::string_view nodeKindName(NodeKind k);
+
+struct Node {
+  std::string name;
+  std::string op;                    // operator type: "Conv", "aten::add", ...
+  NodeKind kind = NodeKind::Op;
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::vector<GraphId> subgraphs;    // control flow bodies, in the kind's order
+};
+
+struct Graph {
+  std::string name;
+  std::vector<TensorId> inputs;      // placeholders, in order
+  std::vector<TensorId> outputs;     // returned tensors, in order
+  std::vector<Node> nodes;           // execution order
+  GraphId parent = kNone;            // enclosing graph (kNone for main)
+  NodeId parent_node = kNone;        // control-flow node in `parent`
+};
+
+struct Model {
+  std::string name;                  // e.g. the file it was read from
+  std::vector<Tensor> tensors;
+  std::vector<Graph> graphs;         // graphs[0] is the main graph
+
+  const Graph& main() const { return graphs.at(0); }
+};
+
+// Throws InputError naming the first problem: dangling ids, alias cycles,
+// aliases across devices, subgraph cycles, sizes above kMaxBytes,
+// alignment that is not a power of two.
+void validateModel(const Model& model);
+
+}  // namespace memplan

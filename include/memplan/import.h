@@ -1,0 +1,37 @@
+// Model importers: real model files -> graph IR.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memplan/graph.h"
+
+namespace memplan {
+
+struct ImportOptions {
+  // ONNX: --input-shape NAME=1x3x224x224 (repeatable)
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
+  // ONNX: --dim SYMBOL=VALUE (repeatable)
+  std::map<std::string, std::int64_t> dims;
+  // Reshape/Flatten/Squeeze/Unsqueeze/Identity results alias their input.
+  bool alias_views = false;
+  // Plan tensors of unknown size at this many bytes (0 = error instead).
+  Bytes unknown_size_bytes = 0;
+};
+
+// ONNX (.onnx). `bytes` is the whole file; `source_name` names it in errors.
+Model importOnnx(std::string_view bytes, const std::string& source_name,
+                 const ImportOptions& options);
+
+// TFLite (.tflite flatbuffer).
+Model importTflite(std::string_view bytes, const std::string& source_name,
+                   const ImportOptions& options);
+
+// Picks the reader by extension and content (graph JSON, ExecuTorch spec
+// list JSON, MiniMalloc CSV, ONNX, TFLite).
+enum class InputKind { GraphJson, SpecList, Csv, Onnx, Tflite };
+InputKind detectInputKind(const std::string& path, std::string_view bytes);
+
+}  // namespace memplan

@@ -1,0 +1,60 @@
+// Readers and writers. Every reader throws InputError with one line naming
+// the file and the place (line, field, tensor, byte offset); none crashes,
+// hangs or allocates without bound on malformed input.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memplan/graph.h"
+#include "memplan/plan.h"
+
+namespace memplan {
+
+// ---- memplan graph JSON (docs/graph-format.md) ----
+Model readGraphJson(std::string_view text, const std::string& source_name);
+std::string writeGraphJson(const Model& model);
+
+// ---- ExecuTorch spec list (conformance cases) ----
+struct SpecListCase {
+  std::string name;
+  std::string algorithm;             // "greedy", "greedy_no_overlap", "naive"
+  Bytes alignment = 16;
+  Bytes extra_padding = 0;
+  std::vector<Bytes> input_mem_buffer_sizes;  // empty = null
+  GraphSpecs specs;                  // one spec per entry, lifetimes given
+  std::vector<std::int64_t> ids;     // spec index -> id in the file
+  // Expected result, when the file has one.
+  bool has_expected = false;
+  std::vector<Bytes> expected_bufsizes;
+  struct Expected { std::int64_t id; MemId mem_id; std::int32_t mem_obj_id; Offset offset; };
+  std::vector<Expected> expected_allocations;
+};
+SpecListCase readSpecListJson(std::string_view text, const std::string& source_name);
+
+// ---- MiniMalloc CSV: id,lower,upper,size[,alignment][,offset] ----
+struct BufferList {
+  std::vector<std::string> ids;      // as written in the file
+  PoolProblem problem;               // lifetimes half-open [lower, upper)
+  std::vector<std::optional<Offset>> offsets;  // `offset` column, if any
+};
+BufferList readMiniMallocCsv(std::string_view text, const std::string& source_name);
+std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>& offsets);
+
+// ---- plan JSON (docs/plan-format.md) ----
+std::string writePlanJson(const Plan& plan, const Model* model);
+// Reads a plan written by writePlanJson back onto the specs of `model`
+// (for `memplan verify`); throws InputError on mismatch.
+Plan readPlanJson(std::string_view text, const std::string& source_name,
+                  const Model& model, const PlanOptions& options);
+
+// ---- files ----
+// Whole file into memory; refuses files above `max_bytes`.
+std::string readFile(const std::filesystem::path& path,
+                     std::uint64_t max_bytes = std::uint64_t{4} << 30);
+// Writes to a temporary file beside `path`, then renames: never partial.
+void writeFileAtomic(const std::filesystem::path& path, std::string_view data);
+
+}  // namespace memplan

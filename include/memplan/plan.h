@@ -1,0 +1,69 @@
+// Plans: the result of planning a model (or a bare spec list / buffer list).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memplan/algorithm.h"
+#include "memplan/specs.h"
+
+namespace memplan {
+
+struct Allocation {
+  SpecId spec = kNone;               // index into GraphPlan::specs.specs
+  MemId mem_id = 0;
+  std::int32_t mem_obj_id = 0;
+  Offset offset = 0;                 // absolute offset in the pool
+  Bytes size = 0;                    // reserved bytes (aligned)
+};
+
+struct PoolInfo {
+  MemId mem_id = 0;
+  Device device;
+  Bytes size = 0;                    // bufsizes[mem_id]
+  Bytes lower_bound = 0;             // no plan of this pool can be smaller
+  Bytes naive_size = 0;              // sum of sizes: no reuse at all
+  Bytes reserved = 0;                // prefix held by control-flow bodies
+  std::size_t buffers = 0;           // planned specs in this pool
+  std::string algorithm;             // winning algorithm
+  bool proven_optimal = false;
+  std::uint64_t work = 0;
+};
+
+struct GraphPlan {
+  GraphId graph = 0;
+  GraphSpecs specs;                  // lifetimes and specs that were planned
+  std::vector<Bytes> bufsizes;       // index = mem_id; [0] is always 0
+  std::vector<Allocation> allocations;  // one per planned spec, spec order
+  std::vector<PoolInfo> pools;       // one per non-empty mem_id >= 1
+  std::vector<Device> pool_devices;  // index = mem_id
+  const Allocation* find(SpecId s) const;
+};
+
+struct Plan {
+  std::vector<GraphPlan> graphs;     // index = GraphId; [0] is the main graph
+  std::string algorithm;             // as requested ("auto", "greedy", ...)
+  PlanOptions options;
+  double planning_seconds = 0;
+  const GraphPlan& main() const { return graphs.at(0); }
+};
+
+struct PlanRequest {
+  std::string algorithm = "auto";
+  PlanOptions options;
+  AlgorithmParams params;
+  Bytes extra_padding = 0;
+};
+
+// Plans every graph of the model: control-flow bodies first (their arenas
+// become a reserved prefix of the parent's pools), then the graph itself,
+// partitioned by device when options.per_device. Throws InputError/PlanError.
+Plan planModel(const Model& model, const PlanRequest& request);
+
+// Plans a ready-made spec list (ExecuTorch conformance cases, CSV buffers):
+// specs are taken as given (lifetimes included); `reserved[mem_id]` bytes
+// are held at the front of each pool.
+GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
+                    const std::vector<Bytes>& reserved);
+
+}  // namespace memplan

@@ -1,0 +1,66 @@
+// Lifetimes and planning specs (reference: ExecuTorch's memory planning).
+//
+// Time is the index of a node in the graph's node list, where the list is:
+// one placeholder per graph input (in Graph::inputs order), then the
+// graph's nodes, then one output node. Lifetimes are closed intervals
+// [first, last]: an op's inputs and outputs always overlap. Graph inputs
+// start at 0; mutable buffers live to the last index. Views and in-place
+// results share their base's spec (one storage, merged lifetime); a
+// ShareWith result gets its own spec whose `inplace_base` names the base.
+// A control-flow node uses every outer tensor its bodies read.
+#pragma once
+
+#include <vector>
+
+#include "memplan/graph.h"
+
+namespace memplan {
+
+struct PlanOptions {
+  bool alloc_graph_input = true;
+  bool alloc_graph_output = true;
+  bool alloc_mutable_buffers = true;
+  Bytes alignment = 16;              // planning alignment (power of two)
+  bool per_device = false;           // partition by device, [0, cpu, dev...]
+  std::vector<std::optional<Bytes>> capacities;  // per mem_id, if limited
+  std::vector<MemId> spill_order;    // pool overflowing -> next in this list
+};
+
+struct Spec {
+  SpecId id = 0;
+  TensorId tensor = kNone;           // representative tensor (the base)
+  std::vector<TensorId> members;     // every tensor sharing this storage
+  Bytes nbytes = 0;
+  Bytes alignment = 16;              // effective alignment
+  TimeValue first = 0, last = 0;     // closed lifetime
+  Device device;
+  std::optional<MemId> mem_id;       // preset pool
+  std::optional<Offset> offset;      // pinned offset
+  SpecId inplace_base = kNone;       // ExecuTorch inplace_base (ShareWith)
+  bool is_input = false, is_output = false, is_mutable = false;
+  bool is_constant = false;          // untrainable weight
+  bool dynamic_unbound = false;
+  bool planned = false;              // selected by the alloc_* options
+  std::string name;
+};
+
+struct GraphSpecs {
+  GraphId graph = 0;
+  TimeValue steps = 0;               // length of the node list
+  std::vector<Spec> specs;           // every spec, first-appearance order
+  std::vector<SpecId> tensor_spec;   // TensorId -> SpecId (kNone: not here)
+  // Specs to plan, in first-appearance order (indices into `specs`).
+  std::vector<SpecId> planned() const;
+};
+
+// Computes lifetimes and specs of one graph. `submodule_inputs_planned`
+// overrides alloc_graph_input for control-flow bodies (true for map/scan).
+GraphSpecs collectSpecs(const Model& model, GraphId graph,
+                        const PlanOptions& options);
+
+// Time at which node `n` of a graph runs (inputs.size() + n).
+inline TimeValue nodeTime(const Graph& g, NodeId n) {
+  return static_cast<TimeValue>(g.inputs.size()) + n;
+}
+
+}  // namespace memplan

@@ -1,0 +1,59 @@
+// Domain types shared by every stage of memplan.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace memplan {
+
+using Bytes = std::uint64_t;      // a size in bytes
+using Offset = std::uint64_t;     // a byte offset inside a pool
+using TimeValue = std::int64_t;   // a step in a graph's execution order
+using TensorId = std::int32_t;    // index into Model::tensors
+using NodeId = std::int32_t;      // index into Graph::nodes
+using GraphId = std::int32_t;     // index into Model::graphs (0 = main graph)
+using SpecId = std::int32_t;      // index into a graph's planning specs
+using MemId = std::int32_t;       // pool id; 0 is reserved for constants
+using BufferId = std::int32_t;    // index into a PoolProblem's buffers
+
+inline constexpr std::int32_t kNone = -1;
+// Largest size memplan accepts for one tensor or pool: leaves head room so
+// offset + size never overflows 64 bits.
+inline constexpr Bytes kMaxBytes = Bytes{1} << 62;
+
+// Input that cannot be planned: bad file, bad option, inconsistent graph.
+// `what()` is one line naming the file and the place. Maps to exit code 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Planning is impossible as asked (e.g. a pool's capacity is exceeded).
+// Maps to exit code 2 as well: the request, not the tool, is wrong.
+class PlanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Overflow-checked arithmetic; nullopt when the result exceeds kMaxBytes.
+inline std::optional<Bytes> checkedAdd(Bytes a, Bytes b) {
+  if (a > kMaxBytes || b > kMaxBytes - a) return std::nullopt;
+  return a + b;
+}
+inline std::optional<Bytes> checkedMul(Bytes a, Bytes b) {
+  if (a == 0 || b == 0) return Bytes{0};
+  if (a > kMaxBytes / b) return std::nullopt;
+  return a * b;
+}
+// Rounds `value` up to a multiple of `alignment` (alignment >= 1).
+inline std::optional<Bytes> alignUp(Bytes value, Bytes alignment) {
+  if (alignment <= 1) return value;
+  const Bytes rem = value % alignment;
+  if (rem == 0) return value;
+  return checkedAdd(value, alignment - rem);
+}
+
+}  // namespace memplan

@@ -1,0 +1,48 @@
+#include "support/test_support.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace memplan::test {
+
+std::filesystem::path sharedDir() { return MEMPLAN_SHARED_DIR; }
+std::filesystem::path modelsDir() { return MEMPLAN_MODELS_DIR; }
+std::filesystem::path sourceDir() { return MEMPLAN_SOURCE_DIR; }
+
+std::string readText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::filesystem::path tempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("memplan-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+CliResult runCli(const std::string& args) {
+  static int counter = 0;
+  auto dir = tempDir("cli" + std::to_string(counter++));
+  auto out_path = dir / "stdout";
+  auto err_path = dir / "stderr";
+  std::string cmd = std::string(MEMPLAN_CLI) + " " + args + " >" + out_path.string() +
+                    " 2>" + err_path.string() + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = readText(out_path);
+  r.err = readText(err_path);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+}  // namespace memplan::test
