@@ -1,0 +1,35 @@
+// The algorithm registry: one line per algorithm, each defined in its own
+// file in this folder.
+#include <algorithm>
+
+#include "memplan/algorithm.h"
+
+namespace memplan {
+
+// Factories, one per algorithm file.
+// (keep in the same order as kAlgorithms below)
+
+namespace {
+struct Entry {
+  std::string_view name;
+  std::unique_ptr<Algorithm> (*make)();
+};
+constexpr Entry kAlgorithms[] = {
+    {"", nullptr},  // placeholder so the table is never empty
+};
+}  // namespace
+
+std::unique_ptr<Algorithm> makeAlgorithm(std::string_view name) {
+  for (const Entry& e : kAlgorithms)
+    if (e.make && e.name == name) return e.make();
+  return nullptr;
+}
+
+std::vector<std::string> algorithmNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kAlgorithms)
+    if (e.make) names.emplace_back(e.name);
+  return names;
+}
+
+}  // namespace memplan
