@@ -24,8 +24,8 @@ struct Buffer {
   Bytes size = 0;           // bytes to reserve (already rounded to alignment)
   Bytes nbytes = 0;         // unrounded size (ExecuTorch's greedy sorts on it)
   Bytes alignment = 1;      // offsets must be multiples of this (power of 2)
-  std::optional<Offset> fixed_offset;   // pinned placement (pool-relative,
-                                        // after the reserved prefix)
+  std::optional<Offset> fixed_offset;   // pinned placement: absolute offset
+                                        // in the pool (>= reserved prefix)
   BufferId inplace_base = kNone;        // ExecuTorch inplace_base: same offset
                                         // as that buffer, own lifetime
   bool overlaps(const Buffer& o) const { return start < o.end && o.start < end; }
@@ -78,7 +78,8 @@ std::unique_ptr<Algorithm> makeAlgorithm(std::string_view name);  // null if unk
 std::vector<std::string> algorithmNames();
 
 // Max over time of the summed sizes of live buffers (sweep, O(n log n)),
-// plus the reserved prefix. No placement can be smaller.
+// plus the reserved prefix, plus extra_padding when any buffer exists; also
+// at least max(fixed_offset + size). No placement can be smaller.
 Bytes lowerBound(const PoolProblem& problem);
 
 }  // namespace memplan
