@@ -1,0 +1,84 @@
+// Exact search: branch and bound over placements of one pool.
+//
+// The question answered is "does every buffer fit below capacity C?"
+// (solveWithinCapacity); minimizeHeight turns it into an optimizer by
+// lowering C from a known placement toward the lower bound.
+//
+// How the search works (ideas from the published MiniMalloc solver; this is
+// an independent implementation):
+//  1. Canonical solutions. Any feasible placement can be "pushed down" until
+//     every buffer rests on the floor (reserved prefix) or on top of a buffer
+//     it overlaps in time. The search builds only such placements, buffer by
+//     buffer, in non-decreasing offset order: at each node it picks the
+//     lowest free offset of the lifetime skyline and branches on which
+//     unplaced buffer goes there.
+//  2. Section inference. Time is cut into sections where the live set does
+//     not change. For each section, the bytes still to place plus the height
+//     already committed there must fit below C; otherwise the node is dead.
+//  3. Dominance. If placing buffer b at offset x leaves a gap under some
+//     section that no unplaced buffer can ever fill, and an earlier branch
+//     at the same node already tried an equivalent choice, the branch is
+//     skipped (buffers with equal lifetime and size are interchangeable).
+//  4. Decomposition. Time points that no buffer spans split the problem
+//     into independent parts, solved one after the other.
+//  5. Restarts. The search runs with a node limit that grows geometrically
+//     between attempts, each attempt with a different tie-break order.
+// Effort is counted in nodes, never in time, so results are deterministic;
+// an optional wall-clock cap can stop earlier (non-deterministically).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "memplan/algorithm.h"
+
+namespace memplan::exact {
+
+struct ExactParams {
+  // Total search nodes over all attempts of one solveWithinCapacity call.
+  std::uint64_t node_limit = 2'000'000;
+  // Build only canonical placements (lowest free offset first). Turning it
+  // off branches on every (buffer, skyline offset) pair: far slower, for
+  // testing only.
+  bool canonical_order = true;
+  // Prune with per-section bytes-left-to-place bounds.
+  bool section_inference = true;
+  // Skip branches equivalent to an earlier sibling.
+  bool dominance = true;
+  // Solve time-disjoint parts independently.
+  bool decompose = true;
+  // Restart with growing node limits and varied tie-breaks.
+  bool restarts = true;
+  // First attempt's node limit when restarts is on; grows x4 per attempt.
+  std::uint64_t restart_first_limit = 4096;
+  // Optional wall-clock cap on top of the node limit (0 = none).
+  double time_limit_seconds = 0;
+  // minimizeHeight: above this many buffers, search a window of the buffers
+  // live around the peak and keep the rest fixed.
+  std::size_t window_threshold = 2000;
+};
+
+struct ExactResult {
+  std::vector<Offset> offsets;   // absolute offsets (reserved prefix incl.)
+  Bytes height = 0;              // max(offset + size), 0 for no buffers
+  bool found = false;            // offsets hold a valid placement
+  bool proven_optimal = false;   // minimizeHeight: height is the minimum
+  bool proven_infeasible = false;  // solveWithinCapacity: nothing fits
+  std::uint64_t nodes = 0;       // search nodes spent
+};
+
+// Is there a placement with max(offset + size) <= capacity? Honours
+// alignment, fixed offsets, the reserved prefix and inplace_base pairs.
+// Ignores problem.extra_padding and problem.capacity (the caller's business).
+ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
+                                const ExactParams& params);
+
+// Lowers the height of `incumbent` (a valid placement: absolute offsets) by
+// bisection on the capacity between `lower_bound` and the incumbent's
+// height. Anytime: never returns anything worse than the incumbent; found is
+// always true. node_limit bounds the total over all probes.
+ExactResult minimizeHeight(const PoolProblem& problem,
+                           const std::vector<Offset>& incumbent,
+                           Bytes lower_bound, const ExactParams& params);
+
+}  // namespace memplan::exact
