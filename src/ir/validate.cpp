@@ -1,0 +1,106 @@
+// Structural checks every importer runs before a model enters the pipeline.
+#include <fmt/format.h>
+
+#include "memplan/graph.h"
+
+namespace memplan {
+namespace {
+
+bool isPowerOfTwo(Bytes v) { return v != 0 && (v & (v - 1)) == 0; }
+
+std::string tensorLabel(const Model& m, TensorId t) {
+  return fmt::format("tensor {} '{}'", t, m.tensors[t].name);
+}
+
+}  // namespace
+
+void validateModel(const Model& m) {
+  const auto fail = [&](const std::string& what) {
+    throw InputError(fmt::format("{}: {}", m.name.empty() ? "model" : m.name, what));
+  };
+  if (m.graphs.empty()) fail("no graphs");
+  const auto num_tensors = static_cast<TensorId>(m.tensors.size());
+  const auto num_graphs = static_cast<GraphId>(m.graphs.size());
+
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const Tensor& x = m.tensors[t];
+    if (x.graph < 0 || x.graph >= num_graphs)
+      fail(fmt::format("{}: graph {} does not exist", tensorLabel(m, t), x.graph));
+    if (x.nbytes > kMaxBytes)
+      fail(fmt::format("{}: size {} bytes exceeds the limit of 2^62", tensorLabel(m, t), x.nbytes));
+    if (x.alignment != 0 && (!isPowerOfTwo(x.alignment) || x.alignment > (Bytes{1} << 30)))
+      fail(fmt::format("{}: alignment {} is not a power of two <= 2^30", tensorLabel(m, t), x.alignment));
+    if (x.mem_id && *x.mem_id < 1)
+      fail(fmt::format("{}: mem_id {} invalid (pools are numbered from 1)", tensorLabel(m, t), *x.mem_id));
+    if (x.offset && !x.mem_id)
+      fail(fmt::format("{}: a pinned offset needs a preset mem_id", tensorLabel(m, t)));
+    if (x.offset && *x.offset > kMaxBytes)
+      fail(fmt::format("{}: offset {} exceeds the limit of 2^62", tensorLabel(m, t), *x.offset));
+    if (x.device.index < 0)
+      fail(fmt::format("{}: device index {} is negative", tensorLabel(m, t), x.device.index));
+    if ((x.alias == AliasKind::None) != (x.alias_of == kNone))
+      fail(fmt::format("{}: alias kind and alias target disagree", tensorLabel(m, t)));
+    if (x.alias_of != kNone) {
+      if (x.alias_of < 0 || x.alias_of >= num_tensors)
+        fail(fmt::format("{}: aliases tensor {} which does not exist", tensorLabel(m, t), x.alias_of));
+      if (!(m.tensors[x.alias_of].device == x.device))
+        fail(fmt::format("{}: aliases {} on another device", tensorLabel(m, t),
+                         tensorLabel(m, x.alias_of)));
+    }
+  }
+  // Alias chains must end: walk each with a step bound.
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    TensorId cur = t;
+    for (TensorId steps = 0; m.tensors[cur].alias_of != kNone; ++steps) {
+      if (steps > num_tensors) fail(fmt::format("{}: alias cycle", tensorLabel(m, t)));
+      cur = m.tensors[cur].alias_of;
+    }
+  }
+
+  for (GraphId g = 0; g < num_graphs; ++g) {
+    const Graph& graph = m.graphs[g];
+    const auto where = [&](const std::string& what) {
+      fail(fmt::format("graph {} '{}': {}", g, graph.name, what));
+    };
+    if (g == 0 && graph.parent != kNone) where("the main graph cannot have a parent");
+    if (g != 0 && (graph.parent < 0 || graph.parent >= num_graphs))
+      where("subgraph without a valid parent graph");
+    // Ancestry must be acyclic and reach the main graph.
+    GraphId cur = g;
+    for (GraphId steps = 0; cur != 0; ++steps) {
+      if (steps > num_graphs || cur < 0 || cur >= num_graphs) where("subgraph nesting is cyclic");
+      cur = m.graphs[cur].parent;
+    }
+    // A graph may reference tensors it owns or that an ancestor owns.
+    const auto visible = [&](TensorId t) {
+      if (t < 0 || t >= num_tensors) return false;
+      for (GraphId a = g; a != kNone; a = m.graphs[a].parent)
+        if (m.tensors[t].graph == a) return true;
+      return false;
+    };
+    const auto check = [&](TensorId t, const std::string& ctx) {
+      if (t < 0 || t >= num_tensors) where(fmt::format("{}: tensor {} does not exist", ctx, t));
+      if (!visible(t))
+        where(fmt::format("{}: {} belongs to graph {}, not visible here", ctx, tensorLabel(m, t),
+                          m.tensors[t].graph));
+    };
+    for (TensorId t : graph.inputs) check(t, "inputs");
+    for (TensorId t : graph.outputs) check(t, "outputs");
+    for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
+      const Node& node = graph.nodes[n];
+      const std::string ctx = fmt::format("node {} '{}'", n, node.name);
+      for (TensorId t : node.inputs) check(t, ctx);
+      for (TensorId t : node.outputs) check(t, ctx);
+      for (GraphId s : node.subgraphs) {
+        if (s <= 0 || s >= num_graphs) where(fmt::format("{}: subgraph {} does not exist", ctx, s));
+        // A body may be shared by several nodes (TFLite), but never run itself.
+        for (GraphId a = g; a != kNone; a = m.graphs[a].parent)
+          if (a == s) where(fmt::format("{}: subgraph {} encloses this node (recursion)", ctx, s));
+      }
+      if (node.kind == NodeKind::Op && !node.subgraphs.empty())
+        where(fmt::format("{}: an ordinary op cannot own subgraphs", ctx));
+    }
+  }
+}
+
+}  // namespace memplan
