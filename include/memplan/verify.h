@@ -21,6 +21,7 @@ struct Violation {
 
 struct VerifyResult {
   std::vector<Violation> violations;  // empty = plan is valid
+  std::vector<std::string> warnings;  // e.g. ExecuTorch's own misalignment
   std::size_t checked_allocations = 0;
   bool ok() const { return violations.empty(); }
 };

@@ -1,0 +1,184 @@
+// The plan verifier (see memplan/verify.h).
+//
+// Overlap check, per pool, in O(n log n): sweep the steps in order; the
+// allocations alive at a step form a set of byte ranges that must be
+// disjoint, kept sorted by offset. A new range can only collide with the
+// live range that starts last before its end, so one ordered-set lookup per
+// insertion finds any collision. ShareWith pairs at one offset are merged
+// into one range alive over the union of their lifetimes first, which also
+// catches a third tensor placed in the in-place result's extra lifetime.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "memplan/verify.h"
+
+namespace memplan {
+namespace {
+
+struct Range {
+  Offset begin = 0, end = 0;      // bytes [begin, end)
+  TimeValue first = 0, last = 0;  // closed lifetime
+  SpecId spec = kNone;            // representative (for messages)
+};
+
+std::string describe(const GraphSpecs& specs, const Range& r) {
+  const Spec& s = specs.specs[r.spec];
+  return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", s.name, r.begin, r.end, r.first,
+                     r.last);
+}
+
+bool executorchPool(const PoolInfo* info) {
+  if (!info) return false;
+  auto algo = makeAlgorithm(info->algorithm);
+  return algo && algo->executorchExact();
+}
+
+}  // namespace
+
+VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
+                             std::size_t max_violations) {
+  VerifyResult result;
+  const GraphSpecs& specs = plan.specs;
+  const auto report = [&](std::string message) {
+    if (result.violations.size() < max_violations)
+      result.violations.push_back({plan.graph, std::move(message)});
+  };
+  const auto num_specs = static_cast<SpecId>(specs.specs.size());
+  std::vector<const Allocation*> alloc_of(specs.specs.size(), nullptr);
+  for (const Allocation& a : plan.allocations) {
+    if (a.spec < 0 || a.spec >= num_specs) {
+      report(fmt::format("allocation for unknown spec {}", a.spec));
+      continue;
+    }
+    if (alloc_of[a.spec]) report(fmt::format("'{}' is allocated twice", specs.specs[a.spec].name));
+    alloc_of[a.spec] = &a;
+  }
+  result.checked_allocations = plan.allocations.size();
+
+  // Planned exactly as the options say.
+  for (const Spec& s : specs.specs) {
+    const bool allocated = alloc_of[s.id] != nullptr;
+    if (s.planned && !allocated) report(fmt::format("'{}' should be planned but has no allocation", s.name));
+    if (!s.planned && allocated) {
+      const char* why = s.is_constant          ? "a constant"
+                        : s.is_mutable && !options.alloc_mutable_buffers ? "a mutable buffer (--no-plan-mutable-buffers)"
+                        : s.is_input           ? "a graph input that is not planned"
+                        : s.is_output          ? "a graph output that is not planned"
+                                               : "not a planned tensor";
+      report(fmt::format("'{}' is {} but has an allocation", s.name, why));
+    }
+  }
+
+  std::map<MemId, const PoolInfo*> pool_info;
+  for (const PoolInfo& p : plan.pools) pool_info[p.mem_id] = &p;
+
+  // Bounds and alignment, then gather ranges per pool.
+  std::map<MemId, std::vector<Range>> pools;
+  for (const Allocation& a : plan.allocations) {
+    if (a.spec < 0 || a.spec >= num_specs) continue;
+    const Spec& s = specs.specs[a.spec];
+    if (a.mem_id < 1 || static_cast<std::size_t>(a.mem_id) >= plan.bufsizes.size()) {
+      report(fmt::format("'{}' is in pool {}, which does not exist ({} pools)", s.name, a.mem_id,
+                         plan.bufsizes.empty() ? 0 : plan.bufsizes.size() - 1));
+      continue;
+    }
+    if (s.mem_id && *s.mem_id != a.mem_id)
+      report(fmt::format("'{}' is preset to pool {} but placed in pool {}", s.name, *s.mem_id, a.mem_id));
+    if (s.offset && *s.offset != a.offset)
+      report(fmt::format("'{}' is pinned at offset {} but placed at {}", s.name, *s.offset, a.offset));
+    if (a.size < s.nbytes)
+      report(fmt::format("'{}' needs {} bytes but is given {}", s.name, s.nbytes, a.size));
+    const Bytes pool_size = plan.bufsizes[a.mem_id];
+    const PoolInfo* info = pool_info.count(a.mem_id) ? pool_info[a.mem_id] : nullptr;
+    const Bytes reserved = info ? info->reserved : 0;
+    if (a.offset > kMaxBytes || a.size > kMaxBytes || a.offset + a.size > pool_size)
+      report(fmt::format("'{}' at bytes [{}, {}) lies outside pool {} of {} bytes", s.name, a.offset,
+                         a.offset + a.size, a.mem_id, pool_size));
+    else if (a.size > 0 && a.offset < reserved)
+      report(fmt::format("'{}' at offset {} lies in pool {}'s reserved prefix of {} bytes", s.name,
+                         a.offset, a.mem_id, reserved));
+    if (s.alignment > 1 && a.offset % s.alignment != 0) {
+      std::string message = fmt::format("'{}' at offset {} is not aligned to {} bytes", s.name,
+                                        a.offset, s.alignment);
+      // ExecuTorch itself places tensors after an unaligned reserved prefix.
+      if (executorchPool(info))
+        result.warnings.push_back(message + " (as ExecuTorch places it)");
+      else
+        report(std::move(message));
+    }
+    if (a.size == 0 || a.offset > kMaxBytes || a.size > kMaxBytes) continue;
+    pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
+  }
+
+  // Merge ShareWith groups placed at one offset (union-find on inplace_base).
+  std::vector<SpecId> parent(specs.specs.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  const auto find = [&](SpecId x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const Spec& s : specs.specs)
+    if (s.inplace_base != kNone && alloc_of[s.id] && alloc_of[s.inplace_base] &&
+        alloc_of[s.id]->mem_id == alloc_of[s.inplace_base]->mem_id &&
+        alloc_of[s.id]->offset == alloc_of[s.inplace_base]->offset)
+      parent[find(s.id)] = find(s.inplace_base);
+
+  for (auto& [mem_id, raw] : pools) {
+    std::map<SpecId, Range> grouped;
+    for (const Range& r : raw) {
+      auto [it, fresh] = grouped.try_emplace(find(r.spec), r);
+      if (fresh) continue;
+      Range& g = it->second;
+      g.end = std::max(g.end, r.end);
+      g.first = std::min(g.first, r.first);
+      g.last = std::max(g.last, r.last);
+    }
+    std::vector<Range> ranges;
+    ranges.reserve(grouped.size());
+    for (auto& [root, r] : grouped) ranges.push_back(r);
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+      return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);
+    });
+    // Live ranges keyed by begin offset; expiry ordered by last step.
+    std::map<Offset, const Range*> live;
+    std::multimap<TimeValue, Offset> expiry;
+    for (const Range& r : ranges) {
+      while (!expiry.empty() && expiry.begin()->first < r.first) {
+        live.erase(expiry.begin()->second);
+        expiry.erase(expiry.begin());
+      }
+      auto next = live.lower_bound(r.end);  // first live range starting at/after our end
+      if (next != live.begin()) {
+        const Range& prev = *std::prev(next)->second;
+        if (prev.end > r.begin) {
+          report(fmt::format("pool {}: {} and {} are alive at the same time and share bytes",
+                             mem_id, describe(specs, prev), describe(specs, r)));
+          continue;  // keep the live set disjoint so later checks stay exact
+        }
+      }
+      live.emplace(r.begin, &r);
+      expiry.emplace(r.last, r.begin);
+    }
+  }
+  return result;
+}
+
+VerifyResult verifyPlan(const Plan& plan, std::size_t max_violations) {
+  VerifyResult total;
+  for (const GraphPlan& g : plan.graphs) {
+    if (g.bufsizes.empty()) continue;  // graph not reached from the main graph
+    PlanOptions options = plan.options;
+    VerifyResult r = verifyGraphPlan(g, options, max_violations);
+    total.checked_allocations += r.checked_allocations;
+    for (auto& w : r.warnings) total.warnings.push_back(std::move(w));
+    for (auto& v : r.violations)
+      if (total.violations.size() < max_violations) total.violations.push_back(std::move(v));
+  }
+  return total;
+}
+
+}  // namespace memplan
