@@ -1,0 +1,201 @@
+#include "export/export_util.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace memplan::exportutil {
+
+std::string_view roleName(Role role) {
+  switch (role) {
+    case Role::Input: return "input";
+    case Role::Output: return "output";
+    case Role::Constant: return "constant";
+    case Role::Mutable: return "mutable";
+    case Role::Intermediate: return "intermediate";
+  }
+  return "intermediate";
+}
+
+Role specRole(const Spec& spec) {
+  if (spec.is_mutable) return Role::Mutable;
+  if (spec.is_input) return Role::Input;
+  if (spec.is_output) return Role::Output;
+  if (spec.is_constant) return Role::Constant;
+  return Role::Intermediate;
+}
+
+std::string sanitizeUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      out.push_back((c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    // Length and minimum code point of the sequence (rejects overlongs,
+    // surrogates and values above U+10FFFF).
+    std::size_t len = 0;
+    char32_t cp = 0, min = 0;
+    if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; min = 0x80; }
+    else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; min = 0x800; }
+    else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    bool ok = len != 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      if ((s[i + k] & 0xc0) != 0x80) ok = false;
+      else cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if (ok && (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) ok = false;
+    if (!ok) {
+      out += "\xef\xbf\xbd";
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::string xmlEscape(std::string_view text) {
+  const std::string clean = sanitizeUtf8(text);
+  std::string out;
+  out.reserve(clean.size());
+  for (char c : clean) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+const Graph* modelGraph(const Model* model, GraphId graph) {
+  if (!model || graph < 0 || static_cast<std::size_t>(graph) >= model->graphs.size())
+    return nullptr;
+  return &model->graphs[static_cast<std::size_t>(graph)];
+}
+
+const Spec* allocSpec(const GraphPlan& plan, const Allocation& alloc) {
+  if (alloc.spec < 0 || static_cast<std::size_t>(alloc.spec) >= plan.specs.specs.size())
+    return nullptr;
+  return &plan.specs.specs[static_cast<std::size_t>(alloc.spec)];
+}
+
+std::string graphLabel(const Model* model, GraphId graph) {
+  if (const Graph* g = modelGraph(model, graph); g && !g->name.empty()) return g->name;
+  return graph == 0 ? std::string("main") : fmt::format("graph {}", graph);
+}
+
+StepInfo stepInfo(const Model* model, GraphId graph, TimeValue step) {
+  const Graph* g = modelGraph(model, graph);
+  if (!g || step < 0) return {};
+  const auto inputs = static_cast<TimeValue>(g->inputs.size());
+  if (step < inputs) {
+    const TensorId t = g->inputs[static_cast<std::size_t>(step)];
+    std::string name;
+    if (t >= 0 && static_cast<std::size_t>(t) < model->tensors.size())
+      name = model->tensors[static_cast<std::size_t>(t)].name;
+    return {name, "input"};
+  }
+  const TimeValue n = step - inputs;
+  if (n < static_cast<TimeValue>(g->nodes.size())) {
+    const Node& node = g->nodes[static_cast<std::size_t>(n)];
+    return {node.name, node.op};
+  }
+  return {"output", "output"};
+}
+
+std::vector<std::string> producerOps(const Model* model, GraphId graph) {
+  std::vector<std::string> ops;
+  const Graph* g = modelGraph(model, graph);
+  if (!g) return ops;
+  ops.assign(model->tensors.size(), std::string());
+  auto set = [&](TensorId t, const std::string& op) {
+    if (t >= 0 && static_cast<std::size_t>(t) < ops.size() && ops[static_cast<std::size_t>(t)].empty())
+      ops[static_cast<std::size_t>(t)] = op;
+  };
+  for (TensorId t : g->inputs) set(t, "input");
+  for (const Node& node : g->nodes)
+    for (TensorId t : node.outputs) set(t, node.op);
+  for (std::size_t t = 0; t < ops.size(); ++t)
+    if (ops[t].empty() && model->tensors[t].kind == TensorKind::Constant) ops[t] = "constant";
+  return ops;
+}
+
+namespace {
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  if (shape.empty()) return "scalar";
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s.push_back('x');
+    s += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
+  }
+  return s;
+}
+}  // namespace
+
+ReportTensor describe(const GraphPlan& plan, const Allocation& alloc, const Model* model,
+                      const std::vector<std::string>& producers) {
+  ReportTensor r;
+  r.spec = alloc.spec;
+  r.bytes = alloc.size;
+  r.offset = alloc.offset;
+  r.op = "-";
+  const Spec* spec = allocSpec(plan, alloc);
+  if (!spec) {
+    r.name = fmt::format("spec {}", alloc.spec);
+    return r;
+  }
+  r.name = spec->name;
+  r.first = spec->first;
+  r.last = spec->last;
+  const TensorId t = spec->tensor;
+  if (model && t >= 0 && static_cast<std::size_t>(t) < model->tensors.size()) {
+    const Tensor& tensor = model->tensors[static_cast<std::size_t>(t)];
+    if (r.name.empty()) r.name = tensor.name;
+    r.shape = shapeText(tensor.shape);
+    r.dims = tensor.shape;
+    r.has_shape = true;
+    r.dtype = std::string(dtypeName(tensor.dtype));
+    if (static_cast<std::size_t>(t) < producers.size() && !producers[static_cast<std::size_t>(t)].empty())
+      r.op = producers[static_cast<std::size_t>(t)];
+  }
+  if (r.name.empty()) r.name = fmt::format("spec {}", alloc.spec);
+  return r;
+}
+
+std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId mem_id) {
+  // Sweep over +size at `first` and -size after `last` (closed lifetimes).
+  // Unsigned wrap-around arithmetic keeps the running sum exact whenever the
+  // true value fits, whatever order equal-step events come in.
+  std::vector<std::pair<TimeValue, Bytes>> events;
+  for (const Allocation& a : plan.allocations) {
+    if (a.mem_id != mem_id) continue;
+    const Spec* spec = allocSpec(plan, a);
+    if (!spec || spec->last < spec->first) continue;
+    events.emplace_back(spec->first, a.size);
+    events.emplace_back(spec->last + 1, Bytes{0} - a.size);
+  }
+  std::sort(events.begin(), events.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::pair<TimeValue, Bytes>> curve;
+  Bytes live = 0;
+  for (std::size_t i = 0; i < events.size();) {
+    const TimeValue t = events[i].first;
+    for (; i < events.size() && events[i].first == t; ++i) live += events[i].second;
+    if (curve.empty() || curve.back().second != live) curve.emplace_back(t, live);
+  }
+  return curve;
+}
+
+}  // namespace memplan::exportutil

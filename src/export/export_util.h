@@ -1,0 +1,52 @@
+// Helpers shared by the report, the HTML viewer and the SVG picture.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "memplan/report.h"
+
+namespace memplan::exportutil {
+
+// What a planned storage is, for colouring and tooltips.
+enum class Role : std::uint8_t { Input, Output, Constant, Mutable, Intermediate };
+std::string_view roleName(Role role);
+// Mutable state first (it lives across calls), then input, output, weight.
+Role specRole(const Spec& spec);
+
+// Valid UTF-8 without control characters (names come from model files):
+// bad bytes become U+FFFD, controls become '?'.
+std::string sanitizeUtf8(std::string_view text);
+// sanitizeUtf8 plus XML escaping of & < > " '.
+std::string xmlEscape(std::string_view text);
+
+// "main" / "graph 3" when the model has no name for it.
+std::string graphLabel(const Model* model, GraphId graph);
+
+// What runs at `step` of a graph: a placeholder ("input"), a node, or the
+// output node ("output"). Empty strings when the model is absent.
+struct StepInfo {
+  std::string name;
+  std::string op;
+};
+StepInfo stepInfo(const Model* model, GraphId graph, TimeValue step);
+
+// Per-graph lookup: TensorId -> op that produced it.
+std::vector<std::string> producerOps(const Model* model, GraphId graph);
+
+// Facts of one allocation (name, op, shape, dtype, bytes, lifetime).
+ReportTensor describe(const GraphPlan& plan, const Allocation& alloc,
+                      const Model* model, const std::vector<std::string>& producers);
+
+// Live bytes of pool `mem_id` as change points (step, bytes from that step
+// on), sorted by step; the reserved prefix is not included.
+std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId mem_id);
+
+// The model's graph for a plan graph, or null (no model / out of range).
+const Graph* modelGraph(const Model* model, GraphId graph);
+// The spec of an allocation, or null when the plan is inconsistent.
+const Spec* allocSpec(const GraphPlan& plan, const Allocation& alloc);
+
+}  // namespace memplan::exportutil

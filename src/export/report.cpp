@@ -1,0 +1,258 @@
+// Text and JSON reports of a plan.
+//
+// Per pool: arena size, lower bound, their ratio, whether the size is proven
+// optimal, the naive sum (no reuse) and the saving against it, the winning
+// algorithm; then the peak moment (the first step where live bytes are
+// highest) and the largest tensors live there, which are what one would
+// have to shrink to make the arena smaller.
+#include "memplan/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "export/export_util.h"
+
+namespace memplan {
+
+using exportutil::sanitizeUtf8;
+
+std::string formatBytes(Bytes bytes, bool exact) {
+  std::string text;
+  if (bytes < 1024) {
+    text = fmt::format("{} B", bytes);
+  } else {
+    // Pick the unit after rounding, so 1048575 B reads "1.0 MiB", not
+    // "1024.0 KiB".
+    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes) / 1024.0;
+    std::size_t unit = 0;
+    while (unit + 1 < std::size(kUnits) && std::round(value * 10.0) >= 1024.0 * 10.0) {
+      value /= 1024.0;
+      ++unit;
+    }
+    text = fmt::format("{:.1f} {}", value, kUnits[unit]);
+  }
+  if (exact && bytes >= 1024) text += fmt::format(" ({} B)", bytes);
+  return text;
+}
+
+namespace {
+
+// Saving of `size` against `naive`, in percent (negative = smaller).
+double changePercent(Bytes size, Bytes naive) {
+  if (naive == 0) return 0.0;
+  return (static_cast<double>(size) - static_cast<double>(naive)) * 100.0 /
+         static_cast<double>(naive);
+}
+
+std::string percentText(double pct) {
+  std::string s = fmt::format("{:+.1f}%", pct);
+  if (s == "-0.0%") s = "+0.0%";
+  return s;
+}
+
+std::string ratioText(Bytes size, Bytes bound) {
+  if (bound == 0) return "-";
+  return fmt::format("{:.3f}", static_cast<double>(size) / static_cast<double>(bound));
+}
+
+// Columns padded to the widest cell; `right` marks right-aligned columns.
+std::string table(const std::vector<std::vector<std::string>>& rows,
+                  const std::vector<bool>& right, const std::string& indent) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const bool r = c < right.size() && right[c];
+      const std::size_t pad = width[c] - row[c].size();
+      if (c) line += "  ";
+      if (r) line.append(pad, ' ');
+      line += row[c];
+      if (!r && c + 1 < row.size()) line.append(pad, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string formatSaving(Bytes size, Bytes naive, bool exact) {
+  return fmt::format("{} instead of {}, {}", formatBytes(size, exact), formatBytes(naive, exact),
+                     percentText(changePercent(size, naive)));
+}
+
+std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
+                                    const ReportOptions& options) {
+  std::vector<ReportPool> out;
+  for (std::size_t g = 0; g < plan.graphs.size(); ++g) {
+    if (g > 0 && !options.include_subgraphs) break;
+    const GraphPlan& gp = plan.graphs[g];
+    const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
+    std::vector<PoolInfo> pools = gp.pools;
+    std::stable_sort(pools.begin(), pools.end(),
+                     [](const PoolInfo& a, const PoolInfo& b) { return a.mem_id < b.mem_id; });
+    for (const PoolInfo& info : pools) {
+      ReportPool rp;
+      rp.graph = gp.graph;
+      rp.info = info;
+      for (const auto& [step, live] : exportutil::liveCurve(gp, info.mem_id))
+        if (live > rp.peak_live) {
+          rp.peak_live = live;
+          rp.peak_step = step;
+        }
+      const exportutil::StepInfo at = exportutil::stepInfo(model, gp.graph, rp.peak_step);
+      rp.peak_node = at.name;
+      rp.peak_op = at.op;
+      std::vector<const Allocation*> live;
+      for (const Allocation& a : gp.allocations) {
+        const Spec* spec = exportutil::allocSpec(gp, a);
+        if (a.mem_id == info.mem_id && spec && spec->first <= rp.peak_step &&
+            rp.peak_step <= spec->last)
+          live.push_back(&a);
+      }
+      // Largest first; ties by offset then spec so the order is total.
+      std::sort(live.begin(), live.end(), [](const Allocation* a, const Allocation* b) {
+        if (a->size != b->size) return a->size > b->size;
+        if (a->offset != b->offset) return a->offset < b->offset;
+        return a->spec < b->spec;
+      });
+      if (live.size() > options.top_tensors) live.resize(options.top_tensors);
+      for (const Allocation* a : live)
+        rp.top.push_back(exportutil::describe(gp, *a, model, producers));
+      out.push_back(std::move(rp));
+    }
+  }
+  return out;
+}
+
+std::string formatReport(const Plan& plan, const Model* model, const ReportOptions& options) {
+  const bool exact = options.exact_bytes;
+  const std::vector<ReportPool> pools = analyzePlan(plan, model, options);
+  std::string out = "memplan";
+  if (model && !model->name.empty()) out += ": " + sanitizeUtf8(model->name);
+  out += fmt::format(", algorithm {}", sanitizeUtf8(plan.algorithm.empty() ? "-" : plan.algorithm));
+  if (options.include_timing) out += fmt::format(", planned in {:.2f} s", plan.planning_seconds);
+  out += '\n';
+  if (pools.empty()) return out + "no planned tensors\n";
+
+  // Summary table: one row per pool.
+  std::vector<std::vector<std::string>> rows = {{"graph", "pool", "device", "arena", "lower bound",
+                                                 "ratio", "optimal", "naive", "saving",
+                                                 "algorithm", "tensors"}};
+  for (const ReportPool& p : pools) {
+    const PoolInfo& i = p.info;
+    rows.push_back({sanitizeUtf8(exportutil::graphLabel(model, p.graph)), std::to_string(i.mem_id),
+                    sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
+                    formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
+                    i.proven_optimal ? "yes" : "no", formatBytes(i.naive_size, exact),
+                    percentText(changePercent(i.size, i.naive_size)),
+                    sanitizeUtf8(i.algorithm.empty() ? "-" : i.algorithm),
+                    std::to_string(i.buffers)});
+  }
+  out += table(rows, {false, true, false, true, true, true, false, true, true, false, true}, "");
+
+  // Per pool: the saving in words, the peak, the tensors that make it.
+  for (const ReportPool& p : pools) {
+    const PoolInfo& i = p.info;
+    out += fmt::format("\n{} pool {}: {}\n", sanitizeUtf8(exportutil::graphLabel(model, p.graph)),
+                       i.mem_id, formatSaving(i.size, i.naive_size, exact));
+    std::string where;
+    if (!p.peak_node.empty() || !p.peak_op.empty())
+      where = fmt::format(" ({}{})", sanitizeUtf8(p.peak_node),
+                          p.peak_op.empty() || p.peak_op == p.peak_node
+                              ? std::string()
+                              : " " + sanitizeUtf8(p.peak_op));
+    out += fmt::format("  peak at step {}{}: {} live\n", p.peak_step, where,
+                       formatBytes(p.peak_live, exact));
+    if (p.top.empty()) continue;
+    const bool shapes = model != nullptr;
+    std::vector<std::vector<std::string>> t;
+    if (shapes) t.push_back({"tensor", "op", "shape", "dtype", "bytes", "offset", "lifetime"});
+    else t.push_back({"tensor", "bytes", "offset", "lifetime"});
+    for (const ReportTensor& r : p.top) {
+      std::vector<std::string> row = {sanitizeUtf8(r.name)};
+      if (shapes) {
+        row.push_back(sanitizeUtf8(r.op));
+        row.push_back(r.shape.empty() ? "-" : r.shape);
+        row.push_back(r.dtype.empty() ? "-" : r.dtype);
+      }
+      row.push_back(formatBytes(r.bytes, exact));
+      row.push_back(std::to_string(r.offset));
+      row.push_back(fmt::format("{}..{}", r.first, r.last));
+      t.push_back(std::move(row));
+    }
+    out += table(t, shapes ? std::vector<bool>{false, false, false, false, true, true, false}
+                           : std::vector<bool>{false, true, true, false},
+                 "    ");
+  }
+  return out;
+}
+
+std::string formatReportJson(const Plan& plan, const Model* model, const ReportOptions& options) {
+  using nlohmann::json;
+  const std::vector<ReportPool> pools = analyzePlan(plan, model, options);
+  json doc = json::object();
+  doc["model"] = model ? json(sanitizeUtf8(model->name)) : json(nullptr);
+  doc["algorithm"] = sanitizeUtf8(plan.algorithm);
+  if (options.include_timing) doc["planning_seconds"] = plan.planning_seconds;
+  Bytes total = 0, naive = 0;
+  json arr = json::array();
+  for (const ReportPool& p : pools) {
+    const PoolInfo& i = p.info;
+    if (p.graph == 0) {
+      total += i.size;
+      naive += i.naive_size;
+    }
+    json pool = {
+        {"graph", p.graph},
+        {"graph_name", sanitizeUtf8(exportutil::graphLabel(model, p.graph))},
+        {"mem_id", i.mem_id},
+        {"device", sanitizeUtf8(i.device.str())},
+        {"arena_bytes", i.size},
+        {"lower_bound_bytes", i.lower_bound},
+        {"ratio", i.lower_bound ? json(std::round(static_cast<double>(i.size) * 1e6 /
+                                                  static_cast<double>(i.lower_bound)) / 1e6)
+                                : json(nullptr)},
+        {"proven_optimal", i.proven_optimal},
+        {"naive_bytes", i.naive_size},
+        {"saving_bytes", i.naive_size >= i.size ? i.naive_size - i.size : 0},
+        {"change_percent", std::round(changePercent(i.size, i.naive_size) * 10.0) / 10.0},
+        {"reserved_bytes", i.reserved},
+        {"algorithm", sanitizeUtf8(i.algorithm)},
+        {"tensors", i.buffers},
+        {"work", i.work},
+    };
+    json top = json::array();
+    for (const ReportTensor& r : p.top) {
+      json t = {{"name", sanitizeUtf8(r.name)}, {"spec", r.spec}, {"op", sanitizeUtf8(r.op)},
+                {"bytes", r.bytes}, {"offset", r.offset}, {"first", r.first}, {"last", r.last}};
+      t["shape"] = r.has_shape ? json(r.dims) : json(nullptr);
+      t["dtype"] = r.dtype.empty() ? json(nullptr) : json(r.dtype);
+      top.push_back(std::move(t));
+    }
+    pool["peak"] = {{"step", p.peak_step},
+                    {"node", sanitizeUtf8(p.peak_node)},
+                    {"op", sanitizeUtf8(p.peak_op)},
+                    {"live_bytes", p.peak_live},
+                    {"top_tensors", std::move(top)}};
+    arr.push_back(std::move(pool));
+  }
+  doc["main_arena_bytes"] = total;
+  doc["main_naive_bytes"] = naive;
+  doc["pools"] = std::move(arr);
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace memplan
