@@ -1,0 +1,112 @@
+// "auto", memplan's default algorithm. Per pool:
+//  1. Lower bound (sweep). No plan can be smaller.
+//  2. Heuristic portfolio: best fit and first fit in six orders (best_fit.h),
+//     plus ExecuTorch's greedy when params.use_executorch_in_portfolio, so
+//     auto is never worse than ExecuTorch. Stops at the lower bound.
+//  3. Iterated local search from the best heuristic placement
+//     (local_search.h) within a work budget; stops at the lower bound.
+//  4. Exact search (exact_search.h) from the best placement toward the
+//     lower bound, within a node budget.
+// The best placement wins; it is proven optimal when it reaches the lower
+// bound (or the exact search proves nothing lower fits). Budgets are work
+// counters scaled by params.effort; params.time_limit_seconds optionally
+// caps the wall clock on top.
+#include <chrono>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "algorithms/best_fit.h"
+#include "algorithms/local_search.h"
+#include "algorithms/pool_util.h"
+
+namespace memplan {
+
+namespace {
+
+// Default budgets at effort 1.
+constexpr std::uint64_t kLocalSearchBaseWork = 4'000'000;
+constexpr std::uint64_t kLocalSearchWorkPerBuffer = 2'000;
+// ExecuTorch's greedy scans all shared objects per spec: skip it on lists
+// so large that it would dominate the run.
+constexpr std::size_t kExecutorchMaxBuffers = 20'000;
+
+class Auto : public Algorithm {
+ public:
+  std::string_view name() const override { return "auto"; }
+
+  PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    auto report = [&](std::string_view stage, Bytes height, Bytes lb) {
+      if (!params.progress) return;
+      params.progress(fmt::format("{}: height {} ({:.4f}x lower bound {})", stage, height,
+                                  lb ? static_cast<double>(height) / static_cast<double>(lb) : 1.0,
+                                  lb));
+    };
+
+    const auto merged = pool::mergeInplace(problem);
+    heur::checkPins(merged.problem);
+    const Bytes lb = lowerBound(problem);
+    const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
+    const Bytes target = lb - pad;  // heights exclude the padding
+
+    heur::Placer placer(merged.problem);
+    auto port = heur::runPortfolio(merged.problem, placer, target);
+    std::uint64_t work = port.work;
+    PoolSolution best = pool::makeSolution(
+        problem, pool::expandOffsets(merged, port.offsets),
+        fmt::format("best_fit({},{})", heur::orderName(port.which), heur::fitName(port.fit)), lb,
+        work);
+    report("heuristics", best.size, lb);
+
+    if (!best.proven_optimal && params.use_executorch_in_portfolio &&
+        problem.buffers.size() <= kExecutorchMaxBuffers) {
+      if (auto greedy = makeAlgorithm("greedy")) {
+        try {
+          PoolSolution g = greedy->solve(problem, params);
+          if (g.size < best.size) {
+            best = std::move(g);
+            best.proven_optimal = best.size <= lb;
+          }
+        } catch (const PlanError&) {
+          // ExecuTorch's own failure modes (e.g. unsorted specs) are not ours.
+        }
+      }
+    }
+
+    const bool out_of_time = params.time_limit_seconds > 0 && elapsed() >= params.time_limit_seconds;
+    if (!best.proven_optimal && params.use_local_search && !out_of_time) {
+      heur::LocalSearchParams lp;
+      lp.seed = params.seed;
+      lp.target = target;
+      if (params.time_limit_seconds > 0)
+        lp.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+      lp.progress = params.progress;
+      const double budget =
+          params.effort * static_cast<double>(kLocalSearchBaseWork +
+                                              kLocalSearchWorkPerBuffer * merged.problem.buffers.size());
+      lp.work_limit = static_cast<std::uint64_t>(std::max(0.0, budget));
+      auto r = heur::improvePlacement(merged.problem, placer, port.order, port.fit,
+                                      port.offsets, lp);
+      work += r.work;
+      const Bytes size = r.height + pad;
+      if (size < best.size) {
+        best = pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets), "local_search",
+                                  lb, work);
+      }
+      report("local search", best.size, lb);
+    }
+    best.work = work;
+    best.proven_optimal = best.size <= lb;
+    if (best.algorithm.rfind("auto", 0) != 0) best.algorithm = "auto:" + best.algorithm;
+    return best;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> makeAutoAlgorithm() { return std::make_unique<Auto>(); }
+
+}  // namespace memplan

@@ -1,0 +1,231 @@
+// Iterated local search (see local_search.h) and the "local_search"
+// algorithm: best_fit's portfolio followed by the search.
+#include "algorithms/local_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "algorithms/pool_util.h"
+
+namespace memplan::heur {
+
+namespace {
+
+// splitmix64: the same sequence on every platform (std distributions are not).
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::size_t below(std::size_t n) { return n <= 1 ? 0 : static_cast<std::size_t>(next() % n); }
+
+ private:
+  std::uint64_t s_;
+};
+
+// (height, buffers reaching it): lower is better.
+struct Score {
+  Bytes height = 0;
+  std::size_t at_peak = 0;
+  bool operator<=(const Score& o) const {
+    return height < o.height || (height == o.height && at_peak <= o.at_peak);
+  }
+  bool operator<(const Score& o) const {
+    return height < o.height || (height == o.height && at_peak < o.at_peak);
+  }
+};
+
+}  // namespace
+
+LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
+                                   std::vector<BufferId> order, Fit fit,
+                                   std::vector<Offset> offsets,
+                                   const LocalSearchParams& params) {
+  const auto& bufs = merged.buffers;
+  const std::size_t n = bufs.size();
+  const std::uint64_t work0 = placer.work();
+  LocalSearchResult best;
+  best.offsets = offsets;
+
+  auto score = [&](const std::vector<Offset>& off) {
+    Score s{merged.reserved, 0};
+    for (const Buffer& b : bufs) {
+      if (b.size == 0) continue;
+      const Bytes top = off[b.id] + b.size;
+      if (top > s.height) s = {top, 1};
+      else if (top == s.height) ++s.at_peak;
+    }
+    return s;
+  };
+  Score current = score(offsets);
+  Score best_score = current;
+  best.height = current.height;
+
+  std::size_t pinned = 0;
+  while (pinned < order.size() && bufs[order[pinned]].fixed_offset) ++pinned;
+  if (n == pinned || current.height <= params.target) return best;
+
+  Rng rng(params.seed);
+  const auto clock_start = std::chrono::steady_clock::now();
+  auto last_progress = clock_start;
+  std::vector<std::size_t> position(n);
+  for (std::size_t k = 0; k < n; ++k) position[order[k]] = k;
+  std::vector<BufferId> peak, around, ruined;
+  std::vector<Offset> saved;
+  std::vector<std::pair<BufferId, Offset>> lifted;
+  std::vector<char> in_ruin(n, 0);
+  std::size_t ruin = params.ruin_min;
+  std::uint64_t since_improvement = 0;
+  const bool can_reorder = params.reorder && n <= params.reorder_max_buffers;
+  placer.markAll(order);
+
+  while (placer.work() - work0 < params.work_limit && best_score.height > params.target) {
+    ++best.moves;
+    if (params.time_limit_seconds > 0 && (best.moves & 15) == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count() >
+            params.time_limit_seconds)
+      break;
+
+    peak.clear();
+    for (const Buffer& b : bufs)
+      if (b.size > 0 && !b.fixed_offset && offsets[b.id] + b.size == current.height)
+        peak.push_back(b.id);
+    if (peak.empty()) break;  // the peak is pinned: nothing to move
+    const BufferId c = peak[rng.below(peak.size())];
+
+    const bool do_reorder =
+        can_reorder && (!params.ruin_recreate || rng.below(2) == 0) && position[c] > pinned;
+    if (do_reorder) {
+      // Move c to a random earlier place; re-place everything after it.
+      const std::size_t p = position[c];
+      const std::size_t q = pinned + rng.below(p - pinned);
+      saved = offsets;
+      std::rotate(order.begin() + static_cast<std::ptrdiff_t>(q),
+                  order.begin() + static_cast<std::ptrdiff_t>(p),
+                  order.begin() + static_cast<std::ptrdiff_t>(p + 1));
+      placer.place(order, q, fit, offsets);
+      const Score s = score(offsets);
+      if (params.accept_equal ? s <= current : s < current) {
+        current = s;
+        for (std::size_t k = q; k <= p; ++k) position[order[k]] = k;
+      } else {
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(q),
+                    order.begin() + static_cast<std::ptrdiff_t>(q + 1),
+                    order.begin() + static_cast<std::ptrdiff_t>(p + 1));
+        offsets.swap(saved);
+        placer.markAll(order);
+      }
+    } else if (params.ruin_recreate) {
+      // Lift c and a random sample of the buffers alive with it.
+      placer.overlapping(c, around);
+      ruined.clear();
+      ruined.push_back(c);
+      in_ruin[c] = 1;
+      const std::size_t want = std::min(ruin, around.size());
+      for (std::size_t k = 0; k < want; ++k) {
+        const std::size_t j = k + rng.below(around.size() - k);
+        std::swap(around[k], around[j]);
+        const BufferId o = around[k];
+        if (!bufs[o].fixed_offset && !in_ruin[o]) {
+          ruined.push_back(o);
+          in_ruin[o] = 1;
+        }
+      }
+      lifted.clear();
+      for (BufferId r : ruined) {
+        lifted.emplace_back(r, offsets[r]);
+        placer.unmark(r);
+      }
+      // Recreate: largest first, or a random order one time in four.
+      const bool shuffle = rng.below(4) == 0;
+      if (shuffle) {
+        for (std::size_t k = ruined.size(); k > 1; --k) std::swap(ruined[k - 1], ruined[rng.below(k)]);
+      } else {
+        std::sort(ruined.begin(), ruined.end(), [&](BufferId a, BufferId b) {
+          if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
+          return a < b;
+        });
+      }
+      const Fit f = rng.below(4) == 0 ? (fit == Fit::Best ? Fit::First : Fit::Best) : fit;
+      for (BufferId r : ruined) {
+        offsets[r] = placer.choose(r, f, offsets);
+        placer.mark(r, offsets[r]);
+      }
+      const Score s = score(offsets);
+      if (params.accept_equal ? s <= current : s < current) {
+        current = s;
+      } else {
+        for (BufferId r : ruined) placer.unmark(r);
+        for (const auto& [r, at] : lifted) {
+          offsets[r] = at;
+          placer.mark(r, at);
+        }
+      }
+      for (BufferId r : ruined) in_ruin[r] = 0;
+    }
+    if (current < best_score) {
+      if (current.height < best_score.height) ++best.improvements;
+      best_score = current;
+      best.height = current.height;
+      best.offsets = offsets;
+      since_improvement = 0;
+      ruin = params.ruin_min;
+      if (params.progress) {
+        const auto now = std::chrono::steady_clock::now();
+        if (std::chrono::duration<double>(now - last_progress).count() >= 0.25) {
+          last_progress = now;
+          params.progress(fmt::format("local search: height {} after {} moves", best.height,
+                                      best.moves));
+        }
+      }
+    } else if (++since_improvement % 64 == 0) {
+      ruin = std::min(params.ruin_max, ruin * 2);
+      if (ruin == params.ruin_max && since_improvement % 1024 == 0) ruin = params.ruin_min;
+    }
+  }
+  best.work = placer.work() - work0;
+  return best;
+}
+
+}  // namespace memplan::heur
+
+namespace memplan {
+
+namespace {
+
+class LocalSearch : public Algorithm {
+ public:
+  std::string_view name() const override { return "local_search"; }
+  PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
+    const auto merged = pool::mergeInplace(problem);
+    heur::checkPins(merged.problem);
+    const Bytes lb = lowerBound(problem);
+    const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
+    heur::Placer placer(merged.problem);
+    auto start = heur::runPortfolio(merged.problem, placer, lb - pad);
+    heur::LocalSearchParams lp;
+    lp.seed = params.seed;
+    lp.target = lb - pad;
+    lp.time_limit_seconds = params.time_limit_seconds;
+    lp.progress = params.progress;
+    lp.work_limit = static_cast<std::uint64_t>(
+        params.effort * static_cast<double>(lp.work_limit + 200 * merged.problem.buffers.size()));
+    auto r = heur::improvePlacement(merged.problem, placer, start.order, start.fit,
+                                    std::move(start.offsets), lp);
+    return pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets), "local_search", lb,
+                              start.work + r.work);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> makeLocalSearchAlgorithm() { return std::make_unique<LocalSearch>(); }
+
+}  // namespace memplan
