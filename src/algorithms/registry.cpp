@@ -8,6 +8,9 @@ namespace memplan {
 
 // Factories, one per algorithm file.
 // (keep in the same order as kAlgorithms below)
+std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
+std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
+std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
 
 namespace {
 struct Entry {
@@ -16,6 +19,9 @@ struct Entry {
 };
 constexpr Entry kAlgorithms[] = {
     {"", nullptr},  // placeholder so the table is never empty
+    {"best_fit", makeBestFitAlgorithm},
+    {"local_search", makeLocalSearchAlgorithm},
+    {"auto", makeAutoAlgorithm},
 };
 }  // namespace
 
