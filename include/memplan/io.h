@@ -45,10 +45,13 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
 
 // ---- plan JSON (docs/plan-format.md) ----
 std::string writePlanJson(const Plan& plan, const Model* model);
-// Reads a plan written by writePlanJson back onto the specs of `model`
-// (for `memplan verify`); throws InputError on mismatch.
-Plan readPlanJson(std::string_view text, const std::string& source_name,
-                  const Model& model, const PlanOptions& options);
+// Reads a plan written by writePlanJson back onto `skeleton`: a Plan whose
+// graphs hold the specs computed from the input (and the options the plan
+// was made with) but no allocations. Fills bufsizes, pools and allocations
+// (matched by id); throws InputError on any mismatch (unknown id, graph
+// count, pool count) naming the file and the field. Used by `memplan verify`
+// and `memplan replay`.
+Plan readPlanJson(std::string_view text, const std::string& source_name, Plan skeleton);
 
 // ---- files ----
 // Whole file into memory; refuses files above `max_bytes`.

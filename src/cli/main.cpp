@@ -1,1 +1,41 @@
-int main() { return 0; }
+// memplan command line: plan, verify, replay, import, algorithms.
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  using namespace memplan::cli;
+  CLI::App app{"memplan: static memory planning for ML computation graphs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memplan 0.1.0");
+  const std::vector<Command> commands = {addPlanCommand(app), addVerifyCommand(app),
+                                         addReplayCommand(app), addImportCommand(app),
+                                         addAlgorithmsCommand(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    for (const Command& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const memplan::InputError& e) {
+    std::cerr << "memplan: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const memplan::PlanError& e) {
+    std::cerr << "memplan: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "memplan: out of memory\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "memplan: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return kExitBadInput;
+}

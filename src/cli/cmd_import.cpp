@@ -1,0 +1,36 @@
+// `memplan import MODEL -o graph.json`: the imported graph, for inspection
+// and editing; planning the JSON gives the same plan as the model.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+
+namespace memplan::cli {
+
+Command addImportCommand(CLI::App& app) {
+  struct ImportCommand {
+    std::string input, output;
+    InputFlags flags;
+  };
+  auto cmd = std::make_shared<ImportCommand>();
+  CLI::App* sub = app.add_subcommand("import", "Convert a model to memplan graph JSON");
+  sub->add_option("MODEL", cmd->input, "Model file (.onnx, .tflite, graph .json)")->required();
+  sub->add_option("-o,--output", cmd->output, "Graph JSON to write (default: stdout)");
+  cmd->flags.addTo(*sub);
+  return {sub, [cmd] {
+            const LoadedInput in = loadInput(cmd->input, cmd->flags.toImportOptions());
+            if (!in.model)
+              throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
+                                           cmd->input));
+            const std::string json = writeGraphJson(*in.model);
+            if (cmd->output.empty())
+              std::cout << json;
+            else
+              writeFileAtomic(cmd->output, json);
+            return kExitOk;
+          }};
+}
+
+}  // namespace memplan::cli

@@ -1,0 +1,125 @@
+// `memplan plan INPUT`: plan, verify, report, export.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "memplan/report.h"
+#include "memplan/verify.h"
+
+namespace memplan::cli {
+namespace {
+
+struct PlanCommand {
+  std::string input;
+  std::string output;
+  InputFlags input_flags;
+  PlanFlags plan_flags;
+  bool json = false;
+  bool exact_bytes = false;
+  bool quiet = false;
+  std::string html, svg, compare;
+
+  bool endsWith(const std::string& s, const std::string& suffix) const {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+
+  // A one-pool plan as a MiniMalloc CSV with an offset column.
+  std::string toCsv(const LoadedInput& in, const Plan& plan) const {
+    const GraphPlan& g = plan.main();
+    if (in.buffers) {
+      std::vector<Offset> offsets(in.buffers->problem.buffers.size(), 0);
+      for (const Allocation& a : g.allocations) offsets.at(a.spec) = a.offset;
+      return writeMiniMallocCsv(*in.buffers, offsets);
+    }
+    std::size_t pools = 0;
+    for (Bytes b : g.bufsizes) pools += b > 0;
+    if (pools > 1)
+      throw InputError(fmt::format("{}: a CSV holds one pool and this plan has {}; write .json instead",
+                                   output, pools));
+    BufferList list;
+    std::vector<Offset> offsets;
+    for (const Allocation& a : g.allocations) {
+      const Spec& s = g.specs.specs[a.spec];
+      Buffer b;
+      b.id = static_cast<BufferId>(list.ids.size());
+      b.start = s.first;
+      b.end = s.last + 1;
+      b.size = a.size;
+      b.nbytes = s.nbytes;
+      list.ids.push_back(s.name);
+      list.problem.buffers.push_back(b);
+      offsets.push_back(a.offset);
+    }
+    return writeMiniMallocCsv(list, offsets);
+  }
+
+  int run() {
+    const LoadedInput in = loadInput(input, input_flags.toImportOptions());
+    const Plan plan = planInput(in, plan_flags, !quiet && ::isatty(2));
+    const VerifyResult verdict = verifyPlan(plan);
+    const Model* model = in.model ? &*in.model : nullptr;
+
+    if (!output.empty()) {
+      const std::string data = endsWith(output, ".csv") ? toCsv(in, plan) : writePlanJson(plan, model);
+      writeFileAtomic(output, data);
+    }
+    if (!html.empty()) {
+      HtmlOptions options;
+      options.title = std::filesystem::path(input).filename().string();
+      std::unique_ptr<Plan> other;
+      if (!compare.empty()) {
+        PlanFlags f = plan_flags;
+        f.algorithm = compare;
+        other = std::make_unique<Plan>(planInput(in, f, false));
+        options.compare = other.get();
+        options.label = plan.algorithm;
+        options.compare_label = compare;
+      }
+      writeFileAtomic(html, renderHtml(plan, model, options));
+    }
+    if (!svg.empty()) {
+      SvgOptions options;
+      options.title = std::filesystem::path(input).filename().string();
+      writeFileAtomic(svg, renderSvg(plan, model, options));
+    }
+    if (!quiet) {
+      ReportOptions options;
+      options.exact_bytes = exact_bytes;
+      std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
+    }
+    for (const std::string& w : verdict.warnings) std::cerr << "memplan: warning: " << w << "\n";
+    if (!verdict.ok()) {
+      std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
+      return kExitVerifyFailed;
+    }
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+Command addPlanCommand(CLI::App& app) {
+  auto cmd = std::make_shared<PlanCommand>();
+  CLI::App* sub = app.add_subcommand("plan", "Plan a model, spec list or buffer list and print a report");
+  sub->add_option("INPUT", cmd->input,
+                  "Model (.onnx, .tflite), memplan graph (.json), ExecuTorch spec list (.json) "
+                  "or MiniMalloc buffer list (.csv)")
+      ->required();
+  sub->add_option("-o,--output", cmd->output, "Write the plan: OUT.json (plan JSON) or OUT.csv (one pool)");
+  cmd->plan_flags.addTo(*sub);
+  cmd->input_flags.addTo(*sub);
+  sub->add_flag("--json", cmd->json, "Print the report as JSON");
+  sub->add_flag("--bytes", cmd->exact_bytes, "Exact byte counts beside humane units");
+  sub->add_flag("-q,--quiet", cmd->quiet, "No report, no progress");
+  sub->add_option("--html", cmd->html, "Write an interactive, self-contained HTML viewer");
+  sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
+  sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");
+  return {sub, [cmd] { return cmd->run(); }};
+}
+
+}  // namespace memplan::cli

@@ -1,0 +1,95 @@
+// `memplan verify INPUT PLAN`, `memplan replay INPUT PLAN`, `memplan algorithms`.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "memplan/replay.h"
+#include "memplan/verify.h"
+
+namespace memplan::cli {
+namespace {
+
+struct CheckCommand {
+  std::string input, plan_path;
+  InputFlags input_flags;
+  PlanFlags plan_flags;
+
+  struct Loaded {
+    LoadedInput input;
+    Plan plan;
+  };
+  Loaded load() const {
+    Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
+    l.plan = readPlanJson(readFile(plan_path), plan_path, skeletonPlan(l.input, plan_flags));
+    return l;
+  }
+
+  int verify() const {
+    const Loaded l = load();
+    const VerifyResult r = verifyPlan(l.plan);
+    for (const std::string& w : r.warnings) std::cerr << "memplan: warning: " << w << "\n";
+    if (!r.ok()) {
+      std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
+                               r.violations.front().message);
+      return kExitVerifyFailed;
+    }
+    std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
+    return kExitOk;
+  }
+
+  int replay() const {
+    const Loaded l = load();
+    const ReplayResult r = l.input.model ? replayPlan(*l.input.model, l.plan) : replaySpecs(l.plan.main());
+    if (r.ok())
+      std::cout << fmt::format("OK: {} writes, {} reads checked over {} steps\n", r.writes, r.reads, r.steps);
+    else
+      std::cout << "CLOBBERED: " << r.message << "\n";
+    return r.ok() ? kExitOk : kExitVerifyFailed;
+  }
+
+  CLI::App* add(CLI::App& app, const std::string& name, const std::string& help) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->add_option("INPUT", input, "The input the plan was made for")->required();
+    sub->add_option("PLAN", plan_path, "Plan JSON written by `memplan plan -o`")->required();
+    input_flags.addTo(*sub);
+    sub->add_option("--alignment", plan_flags.alignment, "Planning alignment the plan was made with");
+    sub->add_flag("--no-plan-inputs", plan_flags.no_plan_inputs, "The plan leaves graph inputs unplanned");
+    sub->add_flag("--no-plan-outputs", plan_flags.no_plan_outputs, "The plan leaves graph outputs unplanned");
+    sub->add_flag("--no-plan-mutable-buffers", plan_flags.no_plan_mutable,
+                  "The plan leaves mutable buffers unplanned");
+    return sub;
+  }
+};
+
+}  // namespace
+
+Command addVerifyCommand(CLI::App& app) {
+  auto cmd = std::make_shared<CheckCommand>();
+  CLI::App* sub = cmd->add(app, "verify",
+                           "Check a plan: exit 0 if valid, 1 with the first violation otherwise");
+  return {sub, [cmd] { return cmd->verify(); }};
+}
+
+Command addReplayCommand(CLI::App& app) {
+  auto cmd = std::make_shared<CheckCommand>();
+  CLI::App* sub = cmd->add(app, "replay",
+                           "Run the graph on shadow arenas: exit 0 if no tensor is clobbered, "
+                           "1 with the first clobber otherwise");
+  return {sub, [cmd] { return cmd->replay(); }};
+}
+
+Command addAlgorithmsCommand(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("algorithms", "List the planning algorithms");
+  return {sub, [] {
+            for (const std::string& n : algorithmNames()) {
+              auto a = makeAlgorithm(n);
+              std::cout << n << (a && a->executorchExact() ? "  (ExecuTorch-exact)" : "") << "\n";
+            }
+            std::cout << "suite  (ExecuTorch suite: smallest of its algorithms)\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace memplan::cli
