@@ -1,0 +1,237 @@
+// SVG picture and HTML viewer of hand-made plans: well-formed, one
+// rectangle per planned tensor, names escaped, data embedded.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "memplan/report.h"
+#include "support/test_support.h"
+
+namespace memplan {
+namespace {
+
+Tensor tensor(const std::string& name, std::int64_t n) {
+  Tensor t;
+  t.name = name;
+  t.shape = {1, n};
+  t.dtype = DType::Float32;
+  t.nbytes = static_cast<Bytes>(n) * 4;
+  return t;
+}
+
+// Main graph: x -> conv -> a -> relu -> b; add(a, b) -> y, planned in pool
+// 1; a mutable state tensor `s` alone in pool 2.  `n_extra` more
+// intermediate tensors chain after y (for the large-plan test).
+struct Fixture {
+  Model model;
+  Plan plan;
+};
+
+Fixture makeFixture(int n_extra = 0) {
+  Fixture f;
+  f.model.name = "tiny <model> & \"co\"";
+  f.model.tensors = {tensor("x", 64), tensor("a<1>", 256), tensor("b&c", 512), tensor("y", 128),
+                     tensor("s", 32)};
+  f.model.tensors[4].kind = TensorKind::MutableBuffer;
+  Graph g;
+  g.name = "main";
+  g.inputs = {0};
+  g.outputs = {3};
+  g.nodes = {{"conv1", "Conv", NodeKind::Op, {0}, {1}, {}},
+             {"relu1", "Relu", NodeKind::Op, {1}, {2}, {}},
+             {"add1", "Add", NodeKind::Op, {1, 2, 4}, {3}, {}}};
+  for (int i = 0; i < n_extra; ++i) {
+    const TensorId prev = i == 0 ? 3 : static_cast<TensorId>(f.model.tensors.size() - 1);
+    f.model.tensors.push_back(tensor("e" + std::to_string(i), 16 + i % 7));
+    g.nodes.push_back({"n" + std::to_string(i), "Relu", NodeKind::Op, {prev},
+                       {static_cast<TensorId>(f.model.tensors.size() - 1)}, {}});
+  }
+  f.model.graphs = {g};
+
+  GraphPlan gp;
+  gp.specs.steps = static_cast<TimeValue>(5 + n_extra);
+  struct Row { TensorId t; TimeValue first, last; MemId mem; Offset off; };
+  std::vector<Row> rows = {{0, 0, 1, 1, 0}, {1, 1, 3, 1, 2048}, {2, 2, 3, 1, 0}, {3, 3, 4, 1, 3072},
+                           {4, 0, 4 + n_extra, 2, 0}};
+  for (int i = 0; i < n_extra; ++i)  // each extra lives two steps, ping-pong
+    rows.push_back({5 + i, 4 + i, 5 + i, 1, static_cast<Offset>((i % 2) * 64)});
+  Bytes naive1 = 0;
+  for (const Row& r : rows) {
+    Spec s;
+    s.id = static_cast<SpecId>(gp.specs.specs.size());
+    s.tensor = r.t;
+    s.members = {r.t};
+    s.nbytes = f.model.tensors[r.t].nbytes;
+    s.first = r.first;
+    s.last = r.last;
+    s.is_input = r.t == 0;
+    s.is_output = r.t == 3;
+    s.is_mutable = r.t == 4;
+    s.planned = true;
+    s.name = f.model.tensors[r.t].name;
+    const Bytes size = (s.nbytes + 15) / 16 * 16;
+    if (r.mem == 1) naive1 += size;
+    gp.allocations.push_back({s.id, r.mem, 0, r.off, size});
+    gp.specs.specs.push_back(s);
+  }
+  gp.bufsizes = {0, 3584, 128};
+  PoolInfo p1;
+  p1.mem_id = 1;
+  p1.size = 3584;
+  p1.lower_bound = 3584;
+  p1.naive_size = naive1;
+  p1.buffers = rows.size() - 1;
+  p1.algorithm = "greedy";
+  PoolInfo p2;
+  p2.mem_id = 2;
+  p2.size = 128;
+  p2.lower_bound = 128;
+  p2.naive_size = 128;
+  p2.buffers = 1;
+  p2.algorithm = "naive";
+  gp.pools = {p1, p2};
+  gp.pool_devices = {Device{}, Device{}, Device{}};
+  f.plan.graphs = {gp};
+  f.plan.algorithm = "auto";
+  return f;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+// Minimal XML well-formedness: balanced tags, quoted attributes, no raw '<'
+// or stray '&' in text or attribute values. Returns "" or the problem.
+std::string xmlProblem(const std::string& x) {
+  std::vector<std::string> stack;
+  std::size_t i = 0;
+  auto entityOk = [&](std::size_t at) {
+    static const std::regex ent("^&(amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);");
+    return std::regex_search(x.substr(at, 12), ent);
+  };
+  while (i < x.size()) {
+    if (x[i] == '&') {
+      if (!entityOk(i)) return "bad entity at " + std::to_string(i);
+      ++i;
+      continue;
+    }
+    if (x[i] != '<') { ++i; continue; }
+    if (x.compare(i, 5, "<?xml") == 0) {
+      const auto e = x.find("?>", i);
+      if (e == std::string::npos) return "unclosed declaration";
+      i = e + 2;
+      continue;
+    }
+    if (x.compare(i, 4, "<!--") == 0) {
+      const auto e = x.find("-->", i);
+      if (e == std::string::npos) return "unclosed comment";
+      i = e + 3;
+      continue;
+    }
+    const bool closing = x[i + 1] == '/';
+    std::size_t j = i + (closing ? 2 : 1);
+    std::string name;
+    while (j < x.size() && (std::isalnum(static_cast<unsigned char>(x[j])) || x[j] == '-' || x[j] == ':'))
+      name += x[j++];
+    if (name.empty()) return "bad tag at " + std::to_string(i);
+    // Attributes: name="value" with no '<' and valid entities inside.
+    bool self_closing = false;
+    while (true) {
+      while (j < x.size() && std::isspace(static_cast<unsigned char>(x[j]))) ++j;
+      if (j >= x.size()) return "unterminated tag " + name;
+      if (x[j] == '>') { ++j; break; }
+      if (x.compare(j, 2, "/>") == 0) { self_closing = true; j += 2; break; }
+      if (closing) return "attribute in closing tag " + name;
+      std::size_t k = j;
+      while (k < x.size() && x[k] != '=' && x[k] != '>' && !std::isspace(static_cast<unsigned char>(x[k]))) ++k;
+      if (k == j || k + 1 >= x.size() || x[k] != '=' || x[k + 1] != '"')
+        return "bad attribute in " + name + " at " + std::to_string(j);
+      const auto e = x.find('"', k + 2);
+      if (e == std::string::npos) return "unclosed attribute in " + name;
+      for (std::size_t c = k + 2; c < e; ++c) {
+        if (x[c] == '<') return "'<' in attribute of " + name;
+        if (x[c] == '&' && !entityOk(c)) return "bad entity in attribute of " + name;
+      }
+      j = e + 1;
+    }
+    if (closing) {
+      if (stack.empty() || stack.back() != name) return "mismatched </" + name + ">";
+      stack.pop_back();
+    } else if (!self_closing) {
+      stack.push_back(name);
+    }
+    i = j;
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return "";
+}
+
+TEST(XmlChecker, CatchesBrokenDocuments) {
+  EXPECT_EQ(xmlProblem("<a><b x=\"1\"/>t &amp; u</a>"), "");
+  EXPECT_NE(xmlProblem("<a><b></a>"), "");
+  EXPECT_NE(xmlProblem("<a>x & y</a>"), "");
+  EXPECT_NE(xmlProblem("<a t=\"<\"></a>"), "");
+  EXPECT_NE(xmlProblem("<a>"), "");
+}
+
+TEST(Svg, WellFormedOneRectPerTensor) {
+  const Fixture f = makeFixture();
+  const std::string svg = renderSvg(f.plan, &f.model, {});
+  EXPECT_EQ(xmlProblem(svg), "") << svg;
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_EQ(count(svg, "<rect class=\"t\""), 5u);   // x a b y in pool 1, s in pool 2
+  EXPECT_EQ(count(svg, "<g class=\"pool\""), 2u);
+  EXPECT_EQ(count(svg, "<rect class=\"legend\""), 5u);
+  // Names and the title are escaped, not dropped.
+  EXPECT_NE(svg.find("a&lt;1&gt; (Conv), 1x256 float32, 1.0 KiB (1024 B) at offset 2048, steps 1..3"),
+            std::string::npos);
+  EXPECT_NE(svg.find("b&amp;c (Relu)"), std::string::npos);
+  EXPECT_NE(svg.find("tiny &lt;model&gt; &amp; &quot;co&quot;"), std::string::npos);
+  // Colours by role: input x, output y, mutable s, intermediates a and b.
+  EXPECT_EQ(count(svg, "fill=\"#4e79a7\" stroke"), 1u);
+  EXPECT_EQ(count(svg, "fill=\"#f28e2b\" stroke"), 1u);
+  EXPECT_EQ(count(svg, "fill=\"#e15759\" stroke"), 1u);
+  EXPECT_EQ(count(svg, "fill=\"#59a14f\" stroke"), 2u);
+  EXPECT_NE(svg.find("main pool 1 (cpu:0): 3.5 KiB, lower bound 3.5 KiB"), std::string::npos);
+}
+
+TEST(Svg, GeometryFollowsOffsetsAndSteps) {
+  const Fixture f = makeFixture();
+  SvgOptions opt;
+  opt.width = 578;        // plot 484 px wide: 5 steps of 96.8 px
+  opt.pool_height = 358.4;  // 3584 bytes: 0.1 px per byte
+  const std::string svg = renderSvg(f.plan, &f.model, opt);
+  // b: steps 2..3, offset 0, 2048 bytes -> x = 78 + 2 * 96.8, 2 steps wide,
+  // 204.8 px high, bottom on the base line (panel 0: 68 + 34 + 358.4).
+  EXPECT_NE(svg.find("<rect class=\"t\" x=\"271.60\" y=\"255.60\" width=\"193.60\" height=\"204.80\""),
+            std::string::npos)
+      << svg;
+}
+
+TEST(Svg, DeterministicAndEmptyPlan) {
+  const Fixture f = makeFixture();
+  EXPECT_EQ(renderSvg(f.plan, &f.model, {}), renderSvg(f.plan, &f.model, {}));
+  Plan empty;
+  empty.graphs.resize(1);
+  const std::string svg = renderSvg(empty, nullptr, {});
+  EXPECT_EQ(xmlProblem(svg), "");
+  EXPECT_EQ(count(svg, "<rect class=\"t\""), 0u);
+  EXPECT_NE(svg.find("no planned tensors"), std::string::npos);
+}
+
+TEST(Svg, InvalidUtf8AndControlsStayValid) {
+  Fixture f = makeFixture();
+  f.plan.graphs[0].specs.specs[1].name = std::string("bad\xc3\x28\x07name");
+  const std::string svg = renderSvg(f.plan, nullptr, {});
+  EXPECT_EQ(xmlProblem(svg), "");
+  EXPECT_NE(svg.find("bad\xef\xbf\xbd(?name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memplan
