@@ -1,0 +1,414 @@
+// memplan graph JSON reader (format: docs/graph-format.md).
+//
+// Steps: parse (depth capped, syntax errors with line:column) -> check the
+// header (format, version) -> index graph and tensor names -> read tensors ->
+// read graphs and nodes, resolving references -> derive missing subgraph
+// parents -> validateModel. Every error names the file and the JSON path of
+// the offending value, e.g. "g.json: tensors[12].shape[2]: expected ...".
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <unordered_map>
+
+#include "memplan/io.h"
+
+namespace memplan {
+namespace {
+
+using json = nlohmann::json;
+
+// Caps: counts a valid model never reaches; they keep ids in range and the
+// work bounded on hostile input.
+constexpr std::size_t kMaxTensors = std::size_t{1} << 24;
+constexpr std::size_t kMaxGraphs = std::size_t{1} << 20;
+constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
+constexpr std::size_t kMaxRefs = std::size_t{1} << 24;
+constexpr std::size_t kMaxRank = 64;
+constexpr int kMaxDepth = 32;
+constexpr std::int64_t kAmbiguous = -2;  // name map entry: name used twice
+
+// One line: control characters replaced, long text cut.
+std::string oneLine(std::string_view s, std::size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+json parseJson(std::string_view text, const std::string& source) {
+  const json::parser_callback_t depth_cap = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth)
+      throw InputError(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
+                       " levels");
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), depth_cap);
+  } catch (const json::parse_error& e) {
+    // Position from the byte offset; the library's text after its own
+    // "parse error at line L, column C: " prefix says what went wrong.
+    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                     ": JSON syntax error: " + oneLine(what));
+  }
+}
+
+const char* typeName(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+std::string item(const std::string& base, std::size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+class Reader {
+ public:
+  Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  Model read() {
+    const json root = parseJson(text_, source_);
+    if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
+    checkKeys(root, "", {"format", "version", "name", "tensors", "graphs"});
+    const json* format = root.contains("format") ? &root["format"] : nullptr;
+    if (!format || !format->is_string() || format->get_ref<const std::string&>() != "memplan-graph")
+      fail("format", "expected \"memplan-graph\"");
+    const json* version = root.contains("version") ? &root["version"] : nullptr;
+    if (!version) fail("version", "missing (this memplan reads version 1)");
+    if (!version->is_number_unsigned() || version->get<std::uint64_t>() != 1)
+      fail("version", oneLine(version->dump(), 40) + " is not supported (this memplan reads version 1)");
+
+    Model m;
+    m.name = root.contains("name") ? str(root["name"], "name") : source_;
+    const json& tensors = array(root, "tensors", "tensors", kMaxTensors, true);
+    const json& graphs = array(root, "graphs", "graphs", kMaxGraphs, true);
+    if (graphs.empty()) fail("graphs", "expected at least the main graph");
+
+    // Names first: references may point forward.
+    graph_names_.reserve(graphs.size());
+    for (std::size_t g = 0; g < graphs.size(); ++g) {
+      const std::string at = item("graphs", g);
+      object(graphs[g], at);
+      if (graphs[g].contains("name"))
+        addName(graph_names_, str(graphs[g]["name"], at + ".name"), static_cast<std::int64_t>(g));
+    }
+    tensor_names_.reserve(tensors.size());
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const std::string at = item("tensors", t);
+      object(tensors[t], at);
+      if (!tensors[t].contains("name")) fail(at, "missing 'name'");
+      addName(tensor_names_, str(tensors[t]["name"], at + ".name"), static_cast<std::int64_t>(t));
+    }
+    num_tensors_ = tensors.size();
+    num_graphs_ = graphs.size();
+
+    m.tensors.resize(tensors.size());
+    for (std::size_t t = 0; t < tensors.size(); ++t) readTensor(tensors[t], t, m.tensors[t]);
+
+    m.graphs.resize(graphs.size());
+    std::vector<bool> explicit_parent(graphs.size(), false);
+    for (std::size_t g = 0; g < graphs.size(); ++g)
+      explicit_parent[g] = readGraph(graphs[g], g, m.graphs[g]);
+    deriveParents(m, explicit_parent);
+
+    try {
+      validateModel(m);
+    } catch (const InputError& e) {
+      throw InputError(source_ + ": " + e.what());
+    }
+    return m;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& at, const std::string& what) const {
+    throw InputError(source_ + ": " + (at.empty() ? "" : at + ": ") + what);
+  }
+
+  void object(const json& v, const std::string& at) const {
+    if (!v.is_object()) fail(at, std::string("expected an object, got ") + typeName(v));
+  }
+
+  void checkKeys(const json& obj, const std::string& at,
+                 std::initializer_list<std::string_view> known) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool ok = false;
+      for (std::string_view k : known) ok |= key == k;
+      if (!ok) fail(at, "unknown field '" + oneLine(key, 60) + "'");
+    }
+  }
+
+  const json& array(const json& obj, const char* key, const std::string& at, std::size_t max,
+                    bool required) const {
+    static const json kEmpty = json::array();
+    if (!obj.contains(key)) {
+      if (required) fail(at, "missing");
+      return kEmpty;
+    }
+    const json& v = obj[key];
+    if (!v.is_array()) fail(at, std::string("expected an array, got ") + typeName(v));
+    if (v.size() > max)
+      fail(at, std::to_string(v.size()) + " entries, above the limit of " + std::to_string(max));
+    return v;
+  }
+
+  std::string str(const json& v, const std::string& at) const {
+    if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
+    return v.get<std::string>();
+  }
+
+  std::uint64_t unsignedInt(const json& v, const std::string& at, std::uint64_t max) const {
+    if (!v.is_number_unsigned()) {
+      std::string what = "expected a non-negative integer, got ";
+      what += typeName(v);
+      if (v.is_number()) what.append(1, ' ').append(oneLine(v.dump(), 40));
+      fail(at, what);
+    }
+    const auto x = v.get<std::uint64_t>();
+    if (x > max) fail(at, std::to_string(x) + " is above the limit of " + std::to_string(max));
+    return x;
+  }
+
+  bool boolean(const json& v, const std::string& at) const {
+    if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
+    return v.get<bool>();
+  }
+
+  void addName(std::unordered_map<std::string, std::int64_t>& names, std::string name,
+               std::int64_t i) {
+    auto [it, fresh] = names.emplace(std::move(name), i);
+    if (!fresh) it->second = kAmbiguous;
+  }
+
+  // A reference: a name (string) or an index (integer) into `count` items.
+  std::int64_t ref(const json& v, const std::string& at, const char* what,
+                   const std::unordered_map<std::string, std::int64_t>& names,
+                   std::size_t count) const {
+    if (v.is_string()) {
+      const auto& name = v.get_ref<const std::string&>();
+      const auto it = names.find(name);
+      if (it == names.end()) fail(at, std::string("no ") + what + " named '" + oneLine(name, 80) + "'");
+      if (it->second == kAmbiguous)
+        fail(at, std::string(what) + " name '" + oneLine(name, 80) +
+                     "' is not unique; refer to it by index");
+      return it->second;
+    }
+    if (v.is_number_unsigned()) {
+      const auto i = v.get<std::uint64_t>();
+      if (i >= count)
+        fail(at, std::string(what) + " index " + std::to_string(i) + " out of range (" +
+                     std::to_string(count) + " " + what + "s)");
+      return static_cast<std::int64_t>(i);
+    }
+    fail(at, std::string("expected a ") + what + " name or index, got " + typeName(v));
+  }
+
+  TensorId tensorRef(const json& v, const std::string& at) const {
+    return static_cast<TensorId>(ref(v, at, "tensor", tensor_names_, num_tensors_));
+  }
+  GraphId graphRef(const json& v, const std::string& at) const {
+    return static_cast<GraphId>(ref(v, at, "graph", graph_names_, num_graphs_));
+  }
+
+  std::vector<TensorId> tensorList(const json& obj, const char* key, const std::string& at) const {
+    const json& list = array(obj, key, at, kMaxRefs, false);
+    std::vector<TensorId> out;
+    out.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(tensorRef(list[i], item(at, i)));
+    return out;
+  }
+
+  Device device(const json& v, const std::string& at) const {
+    const std::string s = str(v, at);
+    const std::size_t colon = s.find(':');
+    Device d;
+    d.type = s.substr(0, colon);
+    bool ok = !d.type.empty();
+    for (char c : d.type) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (ok && colon != std::string::npos) {
+      const std::string digits = s.substr(colon + 1);
+      ok = !digits.empty() && digits.size() <= 9 &&
+           digits.find_first_not_of("0123456789") == std::string::npos;
+      if (ok) d.index = static_cast<std::int32_t>(std::stol(digits));
+    }
+    if (!ok) fail(at, "expected a device like \"cpu:0\" (lower-case type, index), got '" +
+                          oneLine(s, 60) + "'");
+    return d;
+  }
+
+  void readTensor(const json& v, std::size_t i, Tensor& t) const {
+    const std::string at = item("tensors", i);
+    checkKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
+                      "offset", "kind", "alias", "dynamic_unbound", "graph"});
+    if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
+      fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
+    t.name = v["name"].get<std::string>();
+    if (v.contains("shape")) {
+      const json& shape = array(v, "shape", at + ".shape", kMaxRank, false);
+      t.shape.reserve(shape.size());
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        const json& dim = shape[d];
+        const bool ok = dim.is_number_integer() &&
+                        (dim.is_number_unsigned() ? dim.get<std::uint64_t>() <= kMaxBytes
+                                                  : dim.get<std::int64_t>() >= -1);
+        if (!ok) fail(item(at + ".shape", d), "expected an integer >= -1 (-1: unknown), got " +
+                                                   oneLine(dim.dump(), 40));
+        t.shape.push_back(dim.get<std::int64_t>());
+      }
+    }
+    if (v.contains("dtype")) {
+      const std::string name = str(v["dtype"], at + ".dtype");
+      const auto dt = parseDType(name);
+      if (!dt) fail(at + ".dtype", "unknown dtype '" + oneLine(name, 40) + "'");
+      t.dtype = *dt;
+    }
+    if (v.contains("dynamic_unbound"))
+      t.dynamic_unbound = boolean(v["dynamic_unbound"], at + ".dynamic_unbound");
+    const std::optional<Bytes> dense = denseBytes(t.shape, t.dtype);
+    if (v.contains("nbytes")) {
+      t.nbytes = unsignedInt(v["nbytes"], at + ".nbytes", kMaxBytes);
+      if (v.contains("shape") && dense && *dense != t.nbytes)
+        fail(at + ".nbytes", std::to_string(t.nbytes) + " disagrees with shape and dtype (" +
+                                 std::to_string(*dense) + " bytes)");
+    } else if (dense) {
+      if (*dense > kMaxBytes) fail(at + ".shape", "size above the limit of 2^62 bytes");
+      t.nbytes = *dense;
+    } else if (!t.dynamic_unbound) {
+      fail(at, "'nbytes' is missing and shape and dtype do not give it");
+    }
+    if (v.contains("device")) t.device = device(v["device"], at + ".device");
+    if (v.contains("alignment")) t.alignment = unsignedInt(v["alignment"], at + ".alignment", kMaxBytes);
+    if (v.contains("mem_id"))
+      t.mem_id = static_cast<MemId>(unsignedInt(v["mem_id"], at + ".mem_id", 0x7fffffff));
+    if (v.contains("offset")) t.offset = unsignedInt(v["offset"], at + ".offset", kMaxBytes);
+    if (v.contains("kind")) {
+      const std::string k = str(v["kind"], at + ".kind");
+      if (k == "activation") t.kind = TensorKind::Activation;
+      else if (k == "constant") t.kind = TensorKind::Constant;
+      else if (k == "trainable_constant") t.kind = TensorKind::TrainableConstant;
+      else if (k == "mutable_buffer") t.kind = TensorKind::MutableBuffer;
+      else fail(at + ".kind", "expected activation, constant, trainable_constant or "
+                              "mutable_buffer, got '" + oneLine(k, 40) + "'");
+    }
+    if (v.contains("alias")) {
+      const json& a = v["alias"];
+      const std::string aat = at + ".alias";
+      object(a, aat);
+      checkKeys(a, aat, {"kind", "of"});
+      if (!a.contains("kind")) fail(aat, "missing 'kind'");
+      if (!a.contains("of")) fail(aat, "missing 'of'");
+      const std::string k = str(a["kind"], aat + ".kind");
+      if (k == "view") t.alias = AliasKind::View;
+      else if (k == "inplace") t.alias = AliasKind::InPlace;
+      else if (k == "share") t.alias = AliasKind::ShareWith;
+      else fail(aat + ".kind", "expected view, inplace or share, got '" + oneLine(k, 40) + "'");
+      t.alias_of = tensorRef(a["of"], aat + ".of");
+      if (t.alias_of == static_cast<TensorId>(i)) fail(aat + ".of", "a tensor cannot alias itself");
+    }
+    if (v.contains("graph")) t.graph = graphRef(v["graph"], at + ".graph");
+  }
+
+  static std::optional<NodeKind> nodeKind(std::string_view s) {
+    for (NodeKind k : {NodeKind::Op, NodeKind::Cond, NodeKind::While, NodeKind::Map,
+                       NodeKind::Scan, NodeKind::Call})
+      if (nodeKindName(k) == s) return k;
+    return std::nullopt;
+  }
+
+  // Returns whether the graph names its parent explicitly.
+  bool readGraph(const json& v, std::size_t gi, Graph& g) const {
+    const std::string at = item("graphs", gi);
+    checkKeys(v, at, {"name", "inputs", "outputs", "nodes", "parent", "parent_node"});
+    if (v.contains("name")) g.name = v["name"].get<std::string>();
+    g.inputs = tensorList(v, "inputs", at + ".inputs");
+    g.outputs = tensorList(v, "outputs", at + ".outputs");
+    const json& nodes = array(v, "nodes", at + ".nodes", kMaxNodes, false);
+    g.nodes.resize(nodes.size());
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      const std::string nat = item(at + ".nodes", n);
+      const json& nv = nodes[n];
+      Node& node = g.nodes[n];
+      object(nv, nat);
+      checkKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
+      if (nv.contains("name")) node.name = str(nv["name"], nat + ".name");
+      if (nv.contains("op")) node.op = str(nv["op"], nat + ".op");
+      if (nv.contains("kind")) {
+        const std::string k = str(nv["kind"], nat + ".kind");
+        const auto kind = nodeKind(k);
+        if (!kind) fail(nat + ".kind", "expected op, cond, while, map, scan or call, got '" +
+                                           oneLine(k, 40) + "'");
+        node.kind = *kind;
+      }
+      node.inputs = tensorList(nv, "inputs", nat + ".inputs");
+      node.outputs = tensorList(nv, "outputs", nat + ".outputs");
+      const json& subs = array(nv, "subgraphs", nat + ".subgraphs", kMaxGraphs, false);
+      node.subgraphs.reserve(subs.size());
+      for (std::size_t s = 0; s < subs.size(); ++s)
+        node.subgraphs.push_back(graphRef(subs[s], item(nat + ".subgraphs", s)));
+    }
+    bool explicit_parent = false;
+    if (v.contains("parent")) {
+      explicit_parent = true;
+      g.parent = v["parent"].is_null() ? kNone : graphRef(v["parent"], at + ".parent");
+    }
+    if (v.contains("parent_node")) {
+      if (!explicit_parent) fail(at + ".parent_node", "needs 'parent'");
+      g.parent_node = v["parent_node"].is_null()
+                          ? kNone
+                          : static_cast<NodeId>(unsignedInt(v["parent_node"], at + ".parent_node",
+                                                            kMaxNodes));
+    }
+    return explicit_parent;
+  }
+
+  // A subgraph without an explicit parent belongs to the first node (graphs
+  // in order, nodes in order) that runs it.
+  void deriveParents(Model& m, const std::vector<bool>& explicit_parent) const {
+    for (GraphId g = 0; g < static_cast<GraphId>(m.graphs.size()); ++g)
+      for (NodeId n = 0; n < static_cast<NodeId>(m.graphs[g].nodes.size()); ++n)
+        for (GraphId s : m.graphs[g].nodes[n].subgraphs)
+          if (s > 0 && !explicit_parent[s] && m.graphs[s].parent == kNone) {
+            m.graphs[s].parent = g;
+            m.graphs[s].parent_node = n;
+          }
+    for (std::size_t g = 0; g < m.graphs.size(); ++g) {
+      const Graph& graph = m.graphs[g];
+      if (graph.parent_node == kNone || graph.parent == kNone) continue;
+      if (graph.parent_node >= static_cast<NodeId>(m.graphs[graph.parent].nodes.size()))
+        fail(item("graphs", g) + ".parent_node",
+             std::to_string(graph.parent_node) + " is not a node of the parent graph");
+    }
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::unordered_map<std::string, std::int64_t> tensor_names_;
+  std::unordered_map<std::string, std::int64_t> graph_names_;
+  std::size_t num_tensors_ = 0;
+  std::size_t num_graphs_ = 0;
+};
+
+}  // namespace
+
+Model readGraphJson(std::string_view text, const std::string& source_name) {
+  return Reader(text, source_name).read();
+}
+
+}  // namespace memplan
