@@ -45,6 +45,14 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
 
 // ---- plan JSON (docs/plan-format.md) ----
 std::string writePlanJson(const Plan& plan, const Model* model);
+struct PlanJsonOptions {
+  // planning_seconds varies run to run; drop it for byte-identical files.
+  bool include_timing = true;
+};
+std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options);
+// The options a plan file was made with (to build the skeleton for
+// readPlanJson); throws InputError naming the file and the field.
+PlanOptions readPlanJsonOptions(std::string_view text, const std::string& source_name);
 // Reads a plan written by writePlanJson back onto `skeleton`: a Plan whose
 // graphs hold the specs computed from the input (and the options the plan
 // was made with) but no allocations. Fills bufsizes, pools and allocations

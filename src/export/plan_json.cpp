@@ -1,0 +1,512 @@
+// Plan JSON writer and reader (format: docs/plan-format.md).
+//
+// An allocation is named by its spec's id: the integer id of an ExecuTorch
+// spec list case (spec names "id N"), else the tensor (or CSV buffer) name
+// when it is unique in the graph, else null plus the spec index. Writer and
+// reader compute ids with the same function, so `memplan verify` maps a
+// plan back onto the specs recomputed from the input, whatever their order.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <variant>
+
+#include "memplan/io.h"
+
+namespace memplan {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+constexpr int kMaxDepth = 32;
+constexpr std::size_t kMaxPools = std::size_t{1} << 16;
+
+// ---- ids ----
+
+using SpecKey = std::variant<std::monostate, std::int64_t, std::string>;
+
+std::optional<std::int64_t> specListId(const std::string& name) {
+  if (name.size() < 4 || name.compare(0, 3, "id ") != 0) return std::nullopt;
+  std::int64_t v = 0;
+  const char* first = name.data() + 3;
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || end != last || std::to_string(v) != name.substr(3)) return std::nullopt;
+  return v;
+}
+
+std::vector<SpecKey> specKeys(const GraphSpecs& specs) {
+  std::unordered_map<std::string_view, int> count;
+  for (const Spec& s : specs.specs) ++count[s.name];
+  std::vector<SpecKey> keys(specs.specs.size());
+  for (std::size_t i = 0; i < specs.specs.size(); ++i) {
+    const std::string& name = specs.specs[i].name;
+    if (name.empty() || count[name] != 1) continue;
+    if (auto id = specListId(name)) keys[i] = *id;
+    else keys[i] = name;
+  }
+  return keys;
+}
+
+// ---- writer ----
+
+// Six decimals: enough for a ratio or a duration, short and stable.
+double round6(double v) { return std::round(v * 1e6) / 1e6; }
+
+std::string dump(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+ojson optionsJson(const PlanOptions& o) {
+  ojson j;
+  j["alloc_graph_input"] = o.alloc_graph_input;
+  j["alloc_graph_output"] = o.alloc_graph_output;
+  j["alloc_mutable_buffers"] = o.alloc_mutable_buffers;
+  j["alignment"] = o.alignment;
+  j["per_device"] = o.per_device;
+  ojson caps = ojson::array();
+  for (const auto& c : o.capacities) caps.push_back(c ? ojson(*c) : ojson(nullptr));
+  j["capacities"] = std::move(caps);
+  j["spill_order"] = o.spill_order;
+  return j;
+}
+
+ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<SpecKey>& keys) {
+  ojson j;
+  const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
+  const SpecKey key = known ? keys[a.spec] : SpecKey{};
+  if (const auto* i = std::get_if<std::int64_t>(&key)) j["id"] = *i;
+  else if (const auto* s = std::get_if<std::string>(&key)) j["id"] = *s;
+  else {
+    j["id"] = nullptr;
+    j["spec"] = a.spec;
+  }
+  j["mem_id"] = a.mem_id;
+  j["mem_obj_id"] = a.mem_obj_id;
+  j["mem_offset"] = a.offset;
+  j["size"] = a.size;
+  if (known) j["lifetime"] = {g.specs.specs[a.spec].first, g.specs.specs[a.spec].last};
+  return j;
+}
+
+void appendAllocations(std::string& out, const GraphPlan& g, const std::string& indent) {
+  const std::vector<SpecKey> keys = specKeys(g.specs);
+  out += '[';
+  for (std::size_t i = 0; i < g.allocations.size(); ++i) {
+    out += i ? ",\n" : "\n";
+    out += indent + "  " + dump(allocationJson(g, g.allocations[i], keys));
+  }
+  out += g.allocations.empty() ? "]" : "\n" + indent + "]";
+}
+
+// ---- reader ----
+
+std::string oneLine(std::string_view s, std::size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+const char* typeName(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+std::string item(const std::string& base, std::size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  json parse(std::string_view text) const {
+    const json::parser_callback_t depth_cap = [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth)
+        throw InputError(source_ + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
+                         " levels");
+      return true;
+    };
+    json root;
+    try {
+      root = json::parse(text.begin(), text.end(), depth_cap);
+    } catch (const json::parse_error& e) {
+      const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+      std::size_t line = 1, col = 1;
+      for (std::size_t i = 0; i < at; ++i) {
+        if (text[i] == '\n') {
+          ++line;
+          col = 1;
+        } else {
+          ++col;
+        }
+      }
+      std::string what = e.what();
+      const std::size_t colon = what.find(": ");
+      if (colon != std::string::npos) what = what.substr(colon + 2);
+      throw InputError(source_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                       ": JSON syntax error: " + oneLine(what));
+    }
+    if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
+    const json* format = find(root, "format");
+    if (!format || !format->is_string() ||
+        format->get_ref<const std::string&>() != "memplan-plan")
+      fail("format", "expected \"memplan-plan\"");
+    const json* version = find(root, "version");
+    if (!version) fail("version", "missing (this memplan reads version 1)");
+    if (!version->is_number_unsigned() || version->get<std::uint64_t>() != 1)
+      fail("version", oneLine(version->dump(), 40) + " is not supported (this memplan reads version 1)");
+    checkKeys(root, "", {"format", "version", "algorithm", "options", "planning_seconds",
+                         "bufsizes", "allocations", "graphs"});
+    return root;
+  }
+
+  PlanOptions options(const json& root) const {
+    PlanOptions o;
+    const json* v = find(root, "options");
+    if (!v) return o;
+    object(*v, "options");
+    checkKeys(*v, "options", {"alloc_graph_input", "alloc_graph_output", "alloc_mutable_buffers",
+                              "alignment", "per_device", "capacities", "spill_order"});
+    if (const json* b = find(*v, "alloc_graph_input")) o.alloc_graph_input = boolean(*b, "options.alloc_graph_input");
+    if (const json* b = find(*v, "alloc_graph_output")) o.alloc_graph_output = boolean(*b, "options.alloc_graph_output");
+    if (const json* b = find(*v, "alloc_mutable_buffers"))
+      o.alloc_mutable_buffers = boolean(*b, "options.alloc_mutable_buffers");
+    if (const json* b = find(*v, "per_device")) o.per_device = boolean(*b, "options.per_device");
+    if (const json* a = find(*v, "alignment")) {
+      o.alignment = unsignedInt(*a, "options.alignment", Bytes{1} << 30);
+      if (o.alignment == 0 || (o.alignment & (o.alignment - 1)) != 0)
+        fail("options.alignment", std::to_string(o.alignment) + " is not a power of two");
+    }
+    if (const json* c = find(*v, "capacities")) {
+      array(*c, "options.capacities", kMaxPools);
+      for (std::size_t i = 0; i < c->size(); ++i)
+        o.capacities.push_back((*c)[i].is_null()
+                                   ? std::optional<Bytes>()
+                                   : unsignedInt((*c)[i], item("options.capacities", i), kMaxBytes));
+    }
+    if (const json* s = find(*v, "spill_order")) {
+      array(*s, "options.spill_order", kMaxPools);
+      for (std::size_t i = 0; i < s->size(); ++i)
+        o.spill_order.push_back(memId((*s)[i], item("options.spill_order", i)));
+    }
+    return o;
+  }
+
+  Plan plan(const json& root, Plan skeleton) const {
+    const PlanOptions file_options = options(root);
+    const auto same = [&](bool file, bool input, const char* field, const char* flag) {
+      if (file != input)
+        fail(std::string("options.") + field,
+             std::string("the plan was made with ") + (file ? "true" : "false") +
+                 ", the check with " + (input ? "true" : "false") + " (" + flag + ")");
+    };
+    same(file_options.alloc_graph_input, skeleton.options.alloc_graph_input, "alloc_graph_input",
+         "--no-plan-inputs");
+    same(file_options.alloc_graph_output, skeleton.options.alloc_graph_output,
+         "alloc_graph_output", "--no-plan-outputs");
+    same(file_options.alloc_mutable_buffers, skeleton.options.alloc_mutable_buffers,
+         "alloc_mutable_buffers", "--no-plan-mutable-buffers");
+    skeleton.options = file_options;
+    if (const json* a = find(root, "algorithm")) skeleton.algorithm = str(*a, "algorithm");
+    if (const json* t = find(root, "planning_seconds")) {
+      if (!t->is_number() || t->get<double>() < 0)
+        fail("planning_seconds", "expected a non-negative number");
+      skeleton.planning_seconds = t->get<double>();
+    }
+    const json* graphs = find(root, "graphs");
+    if (!graphs) fail("graphs", "missing");
+    array(*graphs, "graphs", kMaxPools << 4);
+    if (graphs->size() != skeleton.graphs.size())
+      fail("graphs", "the plan has " + std::to_string(graphs->size()) + " graphs, the input " +
+                         std::to_string(skeleton.graphs.size()));
+    for (std::size_t g = 0; g < graphs->size(); ++g) readGraph((*graphs)[g], g, skeleton.graphs[g]);
+    return skeleton;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& at, const std::string& what) const {
+    throw InputError(source_ + ": " + (at.empty() ? "" : at + ": ") + what);
+  }
+  static const json* find(const json& obj, const char* key) {
+    const auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+  void object(const json& v, const std::string& at) const {
+    if (!v.is_object()) fail(at, std::string("expected an object, got ") + typeName(v));
+  }
+  void array(const json& v, const std::string& at, std::size_t max) const {
+    if (!v.is_array()) fail(at, std::string("expected an array, got ") + typeName(v));
+    if (v.size() > max)
+      fail(at, std::to_string(v.size()) + " entries, above the limit of " + std::to_string(max));
+  }
+  void checkKeys(const json& obj, const std::string& at,
+                 std::initializer_list<std::string_view> known) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool ok = false;
+      for (std::string_view k : known) ok |= key == k;
+      if (!ok) fail(at, "unknown field '" + oneLine(key, 60) + "'");
+    }
+  }
+  std::string str(const json& v, const std::string& at) const {
+    if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
+    return v.get<std::string>();
+  }
+  bool boolean(const json& v, const std::string& at) const {
+    if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
+    return v.get<bool>();
+  }
+  std::uint64_t unsignedInt(const json& v, const std::string& at, std::uint64_t max) const {
+    if (!v.is_number_unsigned()) {
+      std::string what = "expected a non-negative integer, got ";
+      what += typeName(v);
+      if (v.is_number()) what.append(1, ' ').append(oneLine(v.dump(), 40));
+      fail(at, what);
+    }
+    const auto x = v.get<std::uint64_t>();
+    if (x > max) fail(at, std::to_string(x) + " is above the limit of " + std::to_string(max));
+    return x;
+  }
+  std::int64_t signedInt(const json& v, const std::string& at, std::int64_t min,
+                         std::int64_t max) const {
+    const bool ok = v.is_number_integer() &&
+                    (v.is_number_unsigned()
+                         ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
+                         : v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max);
+    if (!ok)
+      fail(at, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                   "], got " + oneLine(v.dump(), 40));
+    return v.get<std::int64_t>();
+  }
+  MemId memId(const json& v, const std::string& at) const {
+    return static_cast<MemId>(unsignedInt(v, at, kMaxPools));
+  }
+  Device device(const json& v, const std::string& at) const {
+    const std::string s = str(v, at);
+    const std::size_t colon = s.find(':');
+    Device d;
+    d.type = s.substr(0, colon);
+    bool ok = !d.type.empty() && colon != std::string::npos;
+    for (char c : d.type) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (ok) {
+      const std::string digits = s.substr(colon + 1);
+      ok = !digits.empty() && digits.size() <= 9 &&
+           digits.find_first_not_of("0123456789") == std::string::npos;
+      if (ok) d.index = static_cast<std::int32_t>(std::stol(digits));
+    }
+    if (!ok) fail(at, "expected a device like \"cpu:0\", got '" + oneLine(s, 60) + "'");
+    return d;
+  }
+
+  void readGraph(const json& v, std::size_t gi, GraphPlan& g) const {
+    const std::string at = item("graphs", gi);
+    object(v, at);
+    checkKeys(v, at, {"graph", "name", "steps", "bufsizes", "pool_devices", "pools", "allocations"});
+    if (const json* id = find(v, "graph"); id && unsignedInt(*id, at + ".graph", kMaxPools << 8) != gi)
+      fail(at + ".graph", "must equal the graph's position " + std::to_string(gi));
+    g.graph = static_cast<GraphId>(gi);
+
+    g.bufsizes.clear();
+    if (const json* b = find(v, "bufsizes")) {
+      array(*b, at + ".bufsizes", kMaxPools);
+      for (std::size_t i = 0; i < b->size(); ++i)
+        g.bufsizes.push_back(unsignedInt((*b)[i], item(at + ".bufsizes", i), kMaxBytes));
+    }
+    const std::size_t num_pools = g.bufsizes.size();
+    g.pool_devices.assign(num_pools, Device{});
+    if (const json* d = find(v, "pool_devices")) {
+      array(*d, at + ".pool_devices", kMaxPools);
+      if (d->size() != num_pools)
+        fail(at + ".pool_devices", std::to_string(d->size()) + " entries for " +
+                                       std::to_string(num_pools) + " bufsizes");
+      for (std::size_t i = 0; i < d->size(); ++i)
+        g.pool_devices[i] = device((*d)[i], item(at + ".pool_devices", i));
+    }
+
+    g.pools.clear();
+    if (const json* p = find(v, "pools")) {
+      array(*p, at + ".pools", kMaxPools);
+      for (std::size_t i = 0; i < p->size(); ++i) g.pools.push_back(pool((*p)[i], item(at + ".pools", i), num_pools));
+    }
+
+    // Ids of the input's specs, to match allocations against.
+    const std::vector<SpecKey> keys = specKeys(g.specs);
+    std::unordered_map<std::int64_t, SpecId> by_int;
+    std::unordered_map<std::string, SpecId> by_name;
+    for (std::size_t s = 0; s < keys.size(); ++s) {
+      if (const auto* i = std::get_if<std::int64_t>(&keys[s])) by_int.emplace(*i, static_cast<SpecId>(s));
+      if (const auto* n = std::get_if<std::string>(&keys[s])) by_name.emplace(*n, static_cast<SpecId>(s));
+    }
+    g.allocations.clear();
+    if (const json* list = find(v, "allocations")) {
+      const std::string lat = at + ".allocations";
+      // Each spec at most once, plus slack for duplicates the verifier reports.
+      array(*list, lat, 2 * g.specs.specs.size() + 16);
+      g.allocations.reserve(list->size());
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const json& a = (*list)[i];
+        const std::string aat = item(lat, i);
+        object(a, aat);
+        checkKeys(a, aat, {"id", "spec", "mem_id", "mem_obj_id", "mem_offset", "size", "lifetime"});
+        Allocation x;
+        const json* id = find(a, "id");
+        if (!id) fail(aat, "missing 'id'");
+        if (id->is_string()) {
+          const auto it = by_name.find(id->get_ref<const std::string&>());
+          if (it == by_name.end())
+            fail(aat + ".id", "no tensor '" + oneLine(id->get_ref<const std::string&>(), 80) +
+                                  "' in graph " + std::to_string(gi) + " of the input");
+          x.spec = it->second;
+        } else if (id->is_number_integer()) {
+          const std::int64_t n = signedInt(*id, aat + ".id", INT64_MIN, INT64_MAX);
+          const auto it = by_int.find(n);
+          if (it == by_int.end())
+            fail(aat + ".id", "no spec with id " + std::to_string(n) + " in graph " +
+                                  std::to_string(gi) + " of the input");
+          x.spec = it->second;
+        } else if (id->is_null()) {
+          const json* spec = find(a, "spec");
+          if (!spec) fail(aat, "'id' is null and 'spec' is missing");
+          const std::uint64_t s = unsignedInt(*spec, aat + ".spec", 0x7fffffff);
+          if (s >= keys.size() || !std::holds_alternative<std::monostate>(keys[s]))
+            fail(aat + ".spec", "spec " + std::to_string(s) +
+                                    " of the input has no unnamed tensor there");
+          x.spec = static_cast<SpecId>(s);
+        } else {
+          fail(aat + ".id", std::string("expected a name, an integer or null, got ") + typeName(*id));
+        }
+        const auto need = [&](const char* key) -> const json& {
+          const json* f = find(a, key);
+          if (!f) fail(aat, std::string("missing '") + key + "'");
+          return *f;
+        };
+        x.mem_id = static_cast<MemId>(signedInt(need("mem_id"), aat + ".mem_id", 0, kMaxPools));
+        x.mem_obj_id = static_cast<std::int32_t>(
+            signedInt(need("mem_obj_id"), aat + ".mem_obj_id", -1, 0x7fffffff));
+        x.offset = unsignedInt(need("mem_offset"), aat + ".mem_offset", kMaxBytes);
+        x.size = unsignedInt(need("size"), aat + ".size", kMaxBytes);
+        if (const json* l = find(a, "lifetime")) {
+          array(*l, aat + ".lifetime", 2);
+          if (l->size() != 2) fail(aat + ".lifetime", "expected [first, last]");
+          signedInt((*l)[0], aat + ".lifetime[0]", INT64_MIN, INT64_MAX);
+          signedInt((*l)[1], aat + ".lifetime[1]", INT64_MIN, INT64_MAX);
+        }
+        g.allocations.push_back(x);
+      }
+      std::stable_sort(g.allocations.begin(), g.allocations.end(),
+                       [](const Allocation& p, const Allocation& q) { return p.spec < q.spec; });
+    }
+  }
+
+  PoolInfo pool(const json& v, const std::string& at, std::size_t num_pools) const {
+    object(v, at);
+    checkKeys(v, at, {"mem_id", "device", "size", "lower_bound", "ratio", "naive_size", "reserved",
+                      "buffers", "algorithm", "proven_optimal", "work"});
+    PoolInfo p;
+    const json* id = find(v, "mem_id");
+    if (!id) fail(at, "missing 'mem_id'");
+    p.mem_id = memId(*id, at + ".mem_id");
+    if (p.mem_id < 1 || static_cast<std::size_t>(p.mem_id) >= num_pools)
+      fail(at + ".mem_id", std::to_string(p.mem_id) + " is not a pool of bufsizes (1 to " +
+                               std::to_string(num_pools == 0 ? 0 : num_pools - 1) + ")");
+    if (const json* d = find(v, "device")) p.device = device(*d, at + ".device");
+    if (const json* x = find(v, "size")) p.size = unsignedInt(*x, at + ".size", kMaxBytes);
+    if (const json* x = find(v, "lower_bound")) p.lower_bound = unsignedInt(*x, at + ".lower_bound", kMaxBytes);
+    if (const json* x = find(v, "naive_size")) p.naive_size = unsignedInt(*x, at + ".naive_size", UINT64_MAX);
+    if (const json* x = find(v, "reserved")) p.reserved = unsignedInt(*x, at + ".reserved", kMaxBytes);
+    if (const json* x = find(v, "buffers")) p.buffers = unsignedInt(*x, at + ".buffers", UINT64_MAX);
+    if (const json* x = find(v, "algorithm")) p.algorithm = str(*x, at + ".algorithm");
+    if (const json* x = find(v, "proven_optimal")) p.proven_optimal = boolean(*x, at + ".proven_optimal");
+    if (const json* x = find(v, "work")) p.work = unsignedInt(*x, at + ".work", UINT64_MAX);
+    if (const json* x = find(v, "ratio"); x && !x->is_null() && !x->is_number())
+      fail(at + ".ratio", "expected a number or null");
+    return p;
+  }
+
+  const std::string& source_;
+};
+
+}  // namespace
+
+std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
+  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 1,\n";
+  out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
+  out += "  \"options\": " + dump(optionsJson(plan.options)) + ",\n";
+  if (options.include_timing)
+    out += "  \"planning_seconds\": " + dump(ojson(round6(plan.planning_seconds))) + ",\n";
+  if (!plan.graphs.empty()) {
+    // The main graph's numbers again at the top, shaped like the expected
+    // block of an ExecuTorch conformance case.
+    out += "  \"bufsizes\": " + dump(ojson(plan.graphs[0].bufsizes)) + ",\n";
+    out += "  \"allocations\": ";
+    appendAllocations(out, plan.graphs[0], "  ");
+    out += ",\n";
+  }
+  out += "  \"graphs\": [";
+  for (std::size_t gi = 0; gi < plan.graphs.size(); ++gi) {
+    const GraphPlan& g = plan.graphs[gi];
+    out += gi ? ",\n    {\n" : "\n    {\n";
+    out += "      \"graph\": " + std::to_string(gi) + ",\n";
+    const bool named = model && gi < model->graphs.size();
+    out += "      \"name\": " + dump(ojson(named ? model->graphs[gi].name : std::string())) + ",\n";
+    out += "      \"steps\": " + std::to_string(g.specs.steps) + ",\n";
+    out += "      \"bufsizes\": " + dump(ojson(g.bufsizes)) + ",\n";
+    ojson devices = ojson::array();
+    for (std::size_t m = 0; m < g.bufsizes.size(); ++m)
+      devices.push_back(m < g.pool_devices.size() ? g.pool_devices[m].str() : Device{}.str());
+    out += "      \"pool_devices\": " + dump(devices) + ",\n";
+    out += "      \"pools\": [";
+    for (std::size_t p = 0; p < g.pools.size(); ++p) {
+      const PoolInfo& info = g.pools[p];
+      ojson j;
+      j["mem_id"] = info.mem_id;
+      j["device"] = info.device.str();
+      j["size"] = info.size;
+      j["lower_bound"] = info.lower_bound;
+      j["ratio"] = info.lower_bound > 0
+                       ? ojson(round6(static_cast<double>(info.size) /
+                                      static_cast<double>(info.lower_bound)))
+                       : ojson(nullptr);
+      j["naive_size"] = info.naive_size;
+      j["reserved"] = info.reserved;
+      j["buffers"] = info.buffers;
+      j["algorithm"] = info.algorithm;
+      j["proven_optimal"] = info.proven_optimal;
+      j["work"] = info.work;
+      out += p ? ",\n        " : "\n        ";
+      out += dump(j);
+    }
+    out += g.pools.empty() ? "],\n" : "\n      ],\n";
+    out += "      \"allocations\": ";
+    appendAllocations(out, g, "      ");
+    out += "\n    }";
+  }
+  out += plan.graphs.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+std::string writePlanJson(const Plan& plan, const Model* model) {
+  return writePlanJson(plan, model, PlanJsonOptions{});
+}
+
+PlanOptions readPlanJsonOptions(std::string_view text, const std::string& source_name) {
+  const Reader r(source_name);
+  return r.options(r.parse(text));
+}
+
+Plan readPlanJson(std::string_view text, const std::string& source_name, Plan skeleton) {
+  const Reader r(source_name);
+  return r.plan(r.parse(text), std::move(skeleton));
+}
+
+}  // namespace memplan
