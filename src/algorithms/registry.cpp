@@ -8,6 +8,11 @@ namespace memplan {
 
 // Factories, one per algorithm file.
 // (keep in the same order as kAlgorithms below)
+std::unique_ptr<Algorithm> makeNaiveAlgorithm();            // naive.cpp
+std::unique_ptr<Algorithm> makeGreedyAlgorithm();           // greedy.cpp
+std::unique_ptr<Algorithm> makeGreedyNoOverlapAlgorithm();  // greedy.cpp
+std::unique_ptr<Algorithm> makeExecutorchSuiteAlgorithm();  // greedy.cpp
+
 std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
 std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
 std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
@@ -22,6 +27,10 @@ constexpr Entry kAlgorithms[] = {
     {"best_fit", makeBestFitAlgorithm},
     {"local_search", makeLocalSearchAlgorithm},
     {"auto", makeAutoAlgorithm},
+    {"naive", makeNaiveAlgorithm},
+    {"greedy", makeGreedyAlgorithm},
+    {"greedy_no_overlap", makeGreedyNoOverlapAlgorithm},
+    {"suite", makeExecutorchSuiteAlgorithm},
 };
 }  // namespace
 
