@@ -233,5 +233,118 @@ TEST(Svg, InvalidUtf8AndControlsStayValid) {
   EXPECT_NE(svg.find("bad\xef\xbf\xbd(?name"), std::string::npos);
 }
 
+// ---- HTML viewer ----
+
+// The JSON document embedded in the page.
+nlohmann::json pageData(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"memplan-data\">";
+  const auto a = html.find(open);
+  if (a == std::string::npos) return nullptr;
+  const auto b = html.find("</script>", a);
+  if (b == std::string::npos) return nullptr;
+  return nlohmann::json::parse(html.substr(a + open.size(), b - a - open.size()));
+}
+
+TEST(Html, SelfContainedWithEmbeddedData) {
+  const Fixture f = makeFixture();
+  const std::string html = renderHtml(f.plan, &f.model, {});
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  // No network: nothing is fetched from anywhere.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  // Stable ids the browser test relies on.
+  for (const char* id : {"id=\"graph-tabs\"", "id=\"pool-tabs\"", "id=\"tooltip\"", "id=\"panels\""})
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  EXPECT_NE(html.find("window.memplanViewer"), std::string::npos);
+  EXPECT_NE(html.find("<title>tiny &lt;model&gt; &amp; &quot;co&quot; - memplan</title>"),
+            std::string::npos);
+
+  const auto data = pageData(html);
+  ASSERT_TRUE(data.is_object());
+  EXPECT_EQ(data["title"], "tiny <model> & \"co\"");
+  ASSERT_EQ(data["plans"].size(), 1u);
+  const auto& g = data["plans"][0]["graphs"][0];
+  EXPECT_EQ(g["steps"], 5);
+  EXPECT_EQ(g["step_names"], nlohmann::json({"x", "conv1", "relu1", "add1", "output"}));
+  EXPECT_EQ(g["tensors"]["name"], nlohmann::json({"x", "a<1>", "b&c", "y", "s"}));
+  EXPECT_EQ(g["tensors"]["offset"], nlohmann::json({0, 2048, 0, 3072, 0}));
+  EXPECT_EQ(g["tensors"]["pool"], nlohmann::json({1, 1, 1, 1, 2}));
+  EXPECT_EQ(g["tensors"]["shape"][1], "1x256");
+  // Roles index data.roles: input, intermediate, intermediate, output, mutable.
+  const auto& roles = data["roles"];
+  std::vector<std::string> got;
+  for (const auto& r : g["tensors"]["role"]) got.push_back(roles[r.get<int>()]);
+  EXPECT_EQ(got, (std::vector<std::string>{"input", "intermediate", "intermediate", "output", "mutable"}));
+  ASSERT_EQ(g["pools"].size(), 2u);
+  // Live bytes as change points: 256 at 0, 1280 at 1, 3072 at 2, 3584 at 3, 512 at 4, 0 at 5.
+  EXPECT_EQ(g["pools"][0]["live"], nlohmann::json({0, 256, 1, 1280, 2, 3072, 3, 3584, 4, 512, 5, 0}));
+  EXPECT_EQ(g["pools"][0]["lower_bound"], 3584);
+}
+
+TEST(Html, ScriptCannotBeClosedByANameAndBadUtf8IsReplaced) {
+  Fixture f = makeFixture();
+  f.model.tensors[1].name = "</script><script>alert(1)</script>\xff";
+  f.plan.graphs[0].specs.specs[1].name = f.model.tensors[1].name;
+  const std::string html = renderHtml(f.plan, &f.model, {});
+  EXPECT_EQ(html.find("</script><script>alert"), std::string::npos);
+  EXPECT_EQ(count(html, "</script>"), 2u);  // the data block and the viewer script
+  const auto data = pageData(html);
+  ASSERT_TRUE(data.is_object());
+  EXPECT_EQ(data["plans"][0]["graphs"][0]["tensors"]["name"][1],
+            "</script><script>alert(1)</script>\xef\xbf\xbd");
+}
+
+TEST(Html, ComparisonAndSubgraphs) {
+  Fixture f = makeFixture();
+  // A body graph under a Loop node at step 2 of main, planned on its own.
+  Graph body;
+  body.name = "loop_body";
+  body.parent = 0;
+  body.parent_node = 1;
+  f.model.graphs[0].nodes[1].kind = NodeKind::While;
+  f.model.graphs[0].nodes[1].subgraphs = {1};
+  f.model.graphs.push_back(body);
+  GraphPlan bp;
+  bp.graph = 1;
+  bp.specs.graph = 1;
+  bp.specs.steps = 1;
+  f.plan.graphs.push_back(bp);
+  Fixture other = makeFixture();
+  other.plan.algorithm = "naive";
+  HtmlOptions opt;
+  opt.compare = &other.plan;
+  opt.label = "auto";
+  opt.compare_label = "naive";
+  const auto data = pageData(renderHtml(f.plan, &f.model, opt));
+  ASSERT_TRUE(data.is_object());
+  EXPECT_EQ(data["labels"], nlohmann::json({"auto", "naive"}));
+  ASSERT_EQ(data["plans"].size(), 2u);
+  EXPECT_EQ(data["plans"][1]["algorithm"], "naive");
+  const auto& main = data["plans"][0]["graphs"][0];
+  ASSERT_EQ(main["control"].size(), 1u);
+  EXPECT_EQ(main["control"][0]["step"], 2);
+  EXPECT_EQ(main["control"][0]["kind"], "while");
+  EXPECT_EQ(main["control"][0]["subgraphs"], nlohmann::json({1}));
+  const auto& sub = data["plans"][0]["graphs"][1];
+  EXPECT_EQ(sub["name"], "loop_body");
+  EXPECT_EQ(sub["parent"], 0);
+  EXPECT_EQ(sub["parent_node"], "relu1");
+}
+
+TEST(Html, WritesAPageWhenAsked) {
+  // MEMPLAN_VIEWER_PAGE=path writes a page with a large plan (for trying the
+  // viewer by hand and for the browser test before a model is at hand).
+  const char* path = std::getenv("MEMPLAN_VIEWER_PAGE");
+  const Fixture f = makeFixture(20000);
+  const std::string html = renderHtml(f.plan, &f.model, {});
+  const auto data = pageData(html);
+  ASSERT_TRUE(data.is_object());
+  EXPECT_EQ(data["plans"][0]["graphs"][0]["tensors"]["name"].size(), 20005u);
+  if (!path) GTEST_SKIP() << "set MEMPLAN_VIEWER_PAGE to write the page";
+  std::ofstream(path, std::ios::binary) << html;
+}
+
 }  // namespace
 }  // namespace memplan
