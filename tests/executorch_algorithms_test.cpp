@@ -303,6 +303,31 @@ TEST(Capacity, NoNextPoolIsAClearError) {
   }
 }
 
+TEST(Capacity, FragmentationAloneAlsoSpills) {
+  // Defect 1: live bytes never exceed 96, but greedy needs 128. The
+  // earliest busiest step (0: A alone) gives up A; the rest then fits.
+  const GraphPlan p = planCapped(defectOne(), {std::nullopt, 96}, {1, 2});
+  EXPECT_EQ(p.bufsizes, (std::vector<Bytes>{0, 96, 96}));
+  EXPECT_EQ(p.find(0)->mem_id, 2);
+  EXPECT_EQ(p.find(0)->offset, 0u);
+  for (SpecId s = 1; s < 5; ++s) EXPECT_EQ(p.find(s)->mem_id, 1) << s;
+  EXPECT_EQ(offsets(p), (std::vector<Offset>{0, 0, 64, 32, 0}));
+}
+
+TEST(Capacity, PresetPoolsDoNotSpill) {
+  GraphSpecs g = twoBig();
+  g.specs[0].mem_id = 1;
+  g.specs[1].mem_id = 1;
+  try {
+    planCapped(g, {std::nullopt, 96}, {1, 2});
+    FAIL() << "no exception";
+  } catch (const PlanError& e) {
+    EXPECT_STREQ(e.what(),
+                 "pool 1 needs 128 B > capacity 96 B at step 0 (128 B live, no live tensor can "
+                 "move (preset mem_id or pinned)): live tensors: a (64 B), b (64 B)");
+  }
+}
+
 TEST(Capacity, SuiteKeepsOnlyCandidatesThatFit) {
   // The last pool in the order cannot spill further: an impossible limit
   // fails for every candidate.

@@ -163,167 +163,235 @@ PoolProblem buildProblem(const GraphSpecs& graph, const Prepared& p, MemId m,
   return prob;
 }
 
-Attempt runAlgorithm(const GraphSpecs& graph, const Prepared& p, const Algorithm& algo,
-                     const std::vector<MemId>& pool_of, const PlanRequest& request,
-                     const std::vector<Bytes>& reserved) {
-  const bool exact = algo.executorchExact();
-  const bool naive = algo.name() == "naive";
-  Attempt at;
-  at.algorithm = std::string(algo.name());
-  std::vector<MemId> used;
-  for (SpecId s : p.order)
-    if (std::find(used.begin(), used.end(), pool_of[s]) == used.end()) used.push_back(pool_of[s]);
-  std::sort(used.begin(), used.end());
-  for (MemId m : used) {
+// Bytes a + b, saturating at kMaxBytes (only compared, never placed).
+Bytes satAdd(Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); }
+
+// Plans the pools of one algorithm, spilling over capacities (step 5).
+// Pools are cached by mem_id and planned again only when their members
+// change.
+class Planner {
+ public:
+  Planner(const GraphSpecs& graph, const Prepared& p, const Algorithm& algo,
+          const PlanRequest& request, const std::vector<Bytes>& reserved)
+      : graph_(graph), p_(p), algo_(algo), request_(request), reserved_(reserved),
+        exact_(algo.executorchExact()), naive_(algo.name() == "naive"), pool_of_(p.home) {
+    // In-place groups move together; a pinned member pins its group.
+    members_.assign(graph.specs.size(), {});
+    pinned_.assign(graph.specs.size(), false);
+    for (SpecId s : p.order) {
+      members_[p.root[s]].push_back(s);
+      if (graph.specs[s].offset) pinned_[p.root[s]] = true;
+    }
+  }
+
+  Attempt run() {
+    const auto& order = request_.options.spill_order;
+    for (MemId m : order)
+      if (m < 1 || m > kMaxMemId)
+        throw InputError(fmt::format("spill order names pool {}, outside [1, {}]", m, kMaxMemId));
+    // Every move sends a group one place further along spill_order, so
+    // there are at most (specs x pools) moves; each round makes one or more.
+    const std::size_t max_rounds = p_.order.size() * (order.size() + 1) + 1;
+    for (std::size_t round = 0;; ++round) {
+      spillByLiveBytes();
+      Attempt at = assemble();
+      MemId over = kNone;
+      for (const auto& [m, run] : cache_) {
+        const auto c = capacityOf(m);
+        if (c && at.bufsizes[m] > *c) { over = m; break; }
+      }
+      if (over == kNone) return at;
+      // The pool fits by live bytes but not as placed (fragmentation): move
+      // at least one tensor, or explain why not.
+      const auto [step, live] = peak(over);
+      if (round >= max_rounds || !spill(over, step, live, /*at_least_one=*/true))
+        fail(over, at.bufsizes[over], step, live);
+    }
+  }
+
+ private:
+  std::optional<Bytes> capacityOf(MemId m) const {
+    const auto& caps = request_.options.capacities;
+    if (m < 0 || static_cast<std::size_t>(m) >= caps.size()) return std::nullopt;
+    return caps[m];
+  }
+  Bytes reservedOf(MemId m) const {
+    return static_cast<std::size_t>(m) < reserved_.size() ? reserved_[m] : 0;
+  }
+  Bytes paddingOf() const { return naive_ ? 0 : request_.extra_padding; }
+
+  std::vector<MemId> usedPools() const {
+    std::vector<MemId> used;
+    for (SpecId s : p_.order) used.push_back(pool_of_[s]);
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    return used;
+  }
+
+  // The earliest step with the most live bytes in pool m, and those bytes.
+  std::pair<TimeValue, Bytes> peak(MemId m) const {
+    std::vector<std::pair<TimeValue, std::pair<int, SpecId>>> ev;  // ends before starts
+    for (SpecId s : p_.order) {
+      if (pool_of_[s] != m || p_.root[s] != s) continue;  // in-place: root's bytes
+      ev.push_back({graph_.specs[s].first, {1, s}});
+      ev.push_back({graph_.specs[s].last + 1, {0, s}});
+    }
+    std::sort(ev.begin(), ev.end());
+    Bytes live = 0, best = 0;
+    TimeValue at = ev.empty() ? 0 : ev.front().first;
+    for (const auto& [t, e] : ev) {
+      if (e.first == 1) {
+        live = satAdd(live, p_.size[e.second]);
+        if (live > best) { best = live; at = t; }
+      } else {
+        live -= std::min(live, p_.size[e.second]);
+      }
+    }
+    return {at, best};
+  }
+
+  // Roots of pool m alive at step t, largest first, ties by spec order.
+  std::vector<SpecId> liveAt(MemId m, TimeValue t) const {
+    std::vector<SpecId> out;
+    for (SpecId s : p_.order)
+      if (pool_of_[s] == m && p_.root[s] == s && graph_.specs[s].first <= t && t <= graph_.specs[s].last)
+        out.push_back(s);
+    std::stable_sort(out.begin(), out.end(),
+                     [&](SpecId a, SpecId b) { return p_.size[a] > p_.size[b]; });
+    return out;
+  }
+
+  // Moves the largest movable tensors live at `step` out of pool m until
+  // the live bytes there fit its capacity (at least one if asked). False
+  // when nothing could move.
+  bool spill(MemId m, TimeValue step, Bytes live_bytes, bool at_least_one) {
+    const auto& order = request_.options.spill_order;
+    auto where = std::find(order.begin(), order.end(), m);
+    if (where == order.end() || std::next(where) == order.end()) return false;
+    const MemId target = *std::next(where);
+    const Bytes cap = capacityOf(m).value_or(kMaxBytes);
+    const Bytes room = cap - std::min(cap, satAdd(reservedOf(m), paddingOf()));
+    Bytes remaining = live_bytes;
+    bool moved = false;
+    for (SpecId s : liveAt(m, step)) {
+      if (remaining <= room && (moved || !at_least_one)) break;
+      if (graph_.specs[s].mem_id || pinned_[s]) continue;  // preset pool or pinned: stays
+      for (SpecId q : members_[s]) pool_of_[q] = target;
+      remaining -= std::min(remaining, p_.size[s]);
+      moved = true;
+    }
+    if (moved) {
+      cache_.erase(m);
+      cache_.erase(target);
+    }
+    return moved;
+  }
+
+  // Before placing anything: no placement fits a pool whose live bytes at
+  // some step exceed its capacity, so spill those first (cheap sweeps
+  // instead of planning rounds).
+  void spillByLiveBytes() {
+    for (std::size_t guard = 0; guard <= p_.order.size(); ++guard) {
+      bool moved = false;
+      for (MemId m : usedPools()) {
+        const auto cap = capacityOf(m);
+        if (!cap) continue;
+        const auto [step, live] = peak(m);
+        if (satAdd(satAdd(reservedOf(m), paddingOf()), live) > *cap && spill(m, step, live, false)) {
+          moved = true;
+          break;
+        }
+      }
+      if (!moved) return;
+    }
+  }
+
+  [[noreturn]] void fail(MemId m, Bytes needed, TimeValue step, Bytes live_bytes) const {
+    const auto& order = request_.options.spill_order;
+    auto where = std::find(order.begin(), order.end(), m);
+    const bool has_next = where != order.end() && std::next(where) != order.end();
+    const std::vector<SpecId> live = liveAt(m, step);
+    std::string names;
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (i == 8) {
+        names += fmt::format(", and {} more", live.size() - i);
+        break;
+      }
+      names += fmt::format("{}{} ({})", i ? ", " : "", specName(graph_.specs[live[i]]),
+                           showBytes(p_.size[live[i]]));
+    }
+    throw PlanError(fmt::format(
+        "pool {} needs {} > capacity {} at step {} ({} live, {}): live tensors: {}", m,
+        showBytes(needed), showBytes(capacityOf(m).value_or(0)), step, showBytes(live_bytes),
+        has_next ? "no live tensor can move (preset mem_id or pinned)" : "no pool to spill to",
+        names.empty() ? "none" : names));
+  }
+
+  const PoolRun& solved(MemId m) {
+    auto it = cache_.find(m);
+    if (it != cache_.end()) return it->second;
     PoolRun run;
-    run.problem = buildProblem(graph, p, m, pool_of, request, reserved, naive, run.specs);
-    if (exact)
+    run.problem = buildProblem(graph_, p_, m, pool_of_, request_, reserved_, naive_, run.specs);
+    if (exact_)
       for (const Buffer& b : run.problem.buffers)
         if (b.fixed_offset)
           throw InputError(fmt::format("{}: pinned offset {} cannot be honoured by algorithm '{}' "
                                        "(ExecuTorch's algorithms place freely)",
-                                       b.name, *b.fixed_offset, algo.name()));
-    run.device = graph.specs[run.specs.front()].device;
-    run.solution = algo.solve(run.problem, request.params);
+                                       b.name, *b.fixed_offset, algo_.name()));
+    run.device = graph_.specs[run.specs.front()].device;
+    run.solution = algo_.solve(run.problem, request_.params);
     if (run.solution.offsets.size() != run.problem.buffers.size())
       throw PlanError(fmt::format("algorithm '{}' returned {} offsets for {} buffers in pool {}",
-                                  algo.name(), run.solution.offsets.size(),
+                                  algo_.name(), run.solution.offsets.size(),
                                   run.problem.buffers.size(), m));
-    if (run.solution.algorithm.empty()) run.solution.algorithm = at.algorithm;
-    at.pools.emplace(m, std::move(run));
+    if (run.solution.algorithm.empty()) run.solution.algorithm = std::string(algo_.name());
+    return cache_.emplace(m, std::move(run)).first->second;
   }
 
-  // bufsizes (see the header comment, step 4).
-  const MemId max_used = used.empty() ? 0 : used.back();
-  if (exact && !naive) {
-    at.bufsizes.assign(std::max<std::size_t>(2, static_cast<std::size_t>(max_used) + 1), 0);
-    for (auto& [m, run] : at.pools) at.bufsizes[m] = run.solution.size;
-  } else if (exact) {
-    at.bufsizes = reserved.empty() ? std::vector<Bytes>{0, 0} : reserved;
-    if (at.bufsizes.size() < static_cast<std::size_t>(max_used) + 1) at.bufsizes.resize(max_used + 1, 0);
-    for (auto& [m, run] : at.pools) at.bufsizes[m] = run.solution.size;
-  } else {
-    const std::size_t len = std::max<std::size_t>(
-        {reserved.size(), static_cast<std::size_t>(max_used) + 1, 2});
-    at.bufsizes.assign(len, 0);
-    for (std::size_t m = 1; m < reserved.size(); ++m) at.bufsizes[m] = reserved[m];
-    for (auto& [m, run] : at.pools) at.bufsizes[m] = std::max(at.bufsizes[m], run.solution.size);
-  }
-  for (Bytes b : at.bufsizes) {
-    const auto t = checkedAdd(at.total, b);
-    at.total = t ? *t : kMaxBytes;
-  }
-  return at;
-}
-
-// Capacity of pool m, if limited.
-std::optional<Bytes> capacityOf(const PlanRequest& request, MemId m) {
-  const auto& caps = request.options.capacities;
-  if (m < 0 || static_cast<std::size_t>(m) >= caps.size()) return std::nullopt;
-  return caps[m];
-}
-
-// The earliest step with the most live bytes in `run`, and those bytes.
-std::pair<TimeValue, Bytes> peakStep(const PoolRun& run) {
-  const auto& bufs = run.problem.buffers;
-  std::vector<std::pair<TimeValue, std::pair<int, BufferId>>> ev;
-  ev.reserve(bufs.size() * 2);
-  for (const Buffer& b : bufs) {
-    if (b.inplace_base != kNone) continue;  // shares its root's bytes
-    ev.push_back({b.start, {1, b.id}});
-    ev.push_back({b.end, {0, b.id}});       // ends sort before starts
-  }
-  std::sort(ev.begin(), ev.end());
-  Bytes live = 0, best = 0;
-  TimeValue at = bufs.empty() ? 0 : bufs.front().start;
-  for (const auto& [t, e] : ev) {
-    if (e.first == 1) {
-      live += bufs[e.second].size;
-      if (live > best) { best = live; at = t; }
+  // Plans the pools that changed and lays out bufsizes (step 4).
+  Attempt assemble() {
+    const std::vector<MemId> used = usedPools();
+    for (MemId m : used) solved(m);
+    for (auto it = cache_.begin(); it != cache_.end();)  // pools emptied by spills
+      it = std::binary_search(used.begin(), used.end(), it->first) ? std::next(it) : cache_.erase(it);
+    Attempt at;
+    at.algorithm = std::string(algo_.name());
+    at.pools = cache_;
+    const MemId max_used = used.empty() ? 0 : used.back();
+    if (exact_ && !naive_) {
+      at.bufsizes.assign(std::max<std::size_t>(2, static_cast<std::size_t>(max_used) + 1), 0);
+      for (auto& [m, run] : at.pools) at.bufsizes[m] = run.solution.size;
+    } else if (exact_) {
+      at.bufsizes = reserved_.empty() ? std::vector<Bytes>{0, 0} : reserved_;
+      if (at.bufsizes.size() < static_cast<std::size_t>(max_used) + 1)
+        at.bufsizes.resize(max_used + 1, 0);
+      for (auto& [m, run] : at.pools) at.bufsizes[m] = run.solution.size;
     } else {
-      live -= bufs[e.second].size;
+      const std::size_t len =
+          std::max<std::size_t>({reserved_.size(), static_cast<std::size_t>(max_used) + 1, 2});
+      at.bufsizes.assign(len, 0);
+      for (std::size_t m = 1; m < reserved_.size(); ++m) at.bufsizes[m] = reserved_[m];
+      for (auto& [m, run] : at.pools) at.bufsizes[m] = std::max(at.bufsizes[m], run.solution.size);
     }
+    for (Bytes b : at.bufsizes) at.total = satAdd(at.total, b);
+    return at;
   }
-  return {at, best};
-}
 
-// Specs of `run` (roots only) alive at step t, largest first, ties by spec.
-std::vector<SpecId> liveAt(const PoolRun& run, TimeValue t) {
-  std::vector<BufferId> ids;
-  for (const Buffer& b : run.problem.buffers)
-    if (b.inplace_base == kNone && b.start <= t && t < b.end) ids.push_back(b.id);
-  std::stable_sort(ids.begin(), ids.end(), [&](BufferId a, BufferId b) {
-    return run.problem.buffers[a].size > run.problem.buffers[b].size;
-  });
-  std::vector<SpecId> out;
-  for (BufferId i : ids) out.push_back(run.specs[i]);
-  return out;
-}
+  const GraphSpecs& graph_;
+  const Prepared& p_;
+  const Algorithm& algo_;
+  const PlanRequest& request_;
+  const std::vector<Bytes>& reserved_;
+  const bool exact_, naive_;
+  std::vector<MemId> pool_of_;                 // by SpecId
+  std::vector<std::vector<SpecId>> members_;   // by root: its in-place group
+  std::vector<bool> pinned_;                   // by root: a member is pinned
+  std::map<MemId, PoolRun> cache_;
+};
 
-// Plans with `algo`, spilling over capacities. Throws PlanError when a pool
-// cannot be brought under its capacity.
 Attempt planWithCapacities(const GraphSpecs& graph, const Prepared& p, const Algorithm& algo,
                            const PlanRequest& request, const std::vector<Bytes>& reserved) {
-  std::vector<MemId> pool_of = p.home;
-  const auto& order = request.options.spill_order;
-  // Every move sends a group one place further along spill_order, so the
-  // loop ends after at most (specs x pools) rounds.
-  const std::size_t max_rounds = p.order.size() * (order.size() + 1) + 1;
-  for (std::size_t round = 0;; ++round) {
-    Attempt at = runAlgorithm(graph, p, algo, pool_of, request, reserved);
-    const PoolRun* over = nullptr;
-    Bytes cap = 0;
-    for (const auto& [m, run] : at.pools) {
-      const auto c = capacityOf(request, m);
-      if (c && at.bufsizes[m] > *c) { over = &run; cap = *c; break; }
-    }
-    if (!over) return at;
-    const MemId m = over->problem.mem_id;
-    const auto [step, live_bytes] = peakStep(*over);
-    const std::vector<SpecId> live = liveAt(*over, step);
-
-    auto where = std::find(order.begin(), order.end(), m);
-    const bool has_next = where != order.end() && std::next(where) != order.end();
-    std::vector<SpecId> moving;
-    if (has_next && round < max_rounds) {
-      // Bytes the pool can hold for tensors at that step.
-      const Bytes room = cap - std::min(cap, over->problem.reserved + over->problem.extra_padding);
-      Bytes remaining = live_bytes;
-      for (SpecId s : live) {
-        const Spec& spec = graph.specs[s];
-        if (spec.mem_id || spec.offset) continue;  // preset pool or pinned: stays
-        bool pinned_member = false;                 // a pinned member pins the group
-        for (SpecId q : p.order)
-          if (p.root[q] == s && pool_of[q] == m && graph.specs[q].offset) pinned_member = true;
-        if (pinned_member) continue;
-        moving.push_back(s);
-        remaining -= std::min(remaining, p.size[s]);
-        if (remaining <= room) break;
-      }
-    }
-    if (moving.empty()) {
-      std::string names;
-      std::size_t shown = 0;
-      for (SpecId s : live) {
-        if (shown == 8) { names += fmt::format(", and {} more", live.size() - shown); break; }
-        names += fmt::format("{}{} ({})", shown ? ", " : "", specName(graph.specs[s]),
-                             showBytes(p.size[s]));
-        ++shown;
-      }
-      const std::string why = !has_next ? "no pool to spill to"
-                                        : "no live tensor can move (preset mem_id or pinned)";
-      throw PlanError(fmt::format(
-          "pool {} needs {} > capacity {} at step {} ({} live, {}): live tensors: {}", m,
-          showBytes(at.bufsizes[m]), showBytes(cap), step, showBytes(live_bytes), why,
-          names.empty() ? "none" : names));
-    }
-    const MemId target = *std::next(where);
-    if (target < 1 || target > kMaxMemId)
-      throw InputError(fmt::format("spill order names pool {}, outside [1, {}]", target, kMaxMemId));
-    for (SpecId s : moving)
-      for (SpecId q : p.order)
-        if (p.root[q] == s) pool_of[q] = target;
-  }
+  return Planner(graph, p, algo, request, reserved).run();
 }
 
 }  // namespace
