@@ -288,7 +288,7 @@ TEST(GraphJson, ValidFileSkeletonReads) {
 
 TEST(GraphJson, ErrorsNameFileAndPlace) {
   EXPECT_EQ(errorOf("{\n  \"format\": memplan\n}"),
-            "g.json:2:14: JSON syntax error: syntax error while parsing value - invalid "
+            "g.json:2:13: JSON syntax error: syntax error while parsing value - invalid "
             "literal; last read: '\"format\": m'");
   EXPECT_EQ(errorOf(""),
             "g.json:1:1: JSON syntax error: syntax error while parsing value - unexpected "
