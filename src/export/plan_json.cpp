@@ -231,6 +231,15 @@ class Reader {
       fail("graphs", "the plan has " + std::to_string(graphs->size()) + " graphs, the input " +
                          std::to_string(skeleton.graphs.size()));
     for (std::size_t g = 0; g < graphs->size(); ++g) readGraph((*graphs)[g], g, skeleton.graphs[g]);
+    // The top-level copies exist for reading by eye; a hand edit must not
+    // make them say something else than the graph that is verified.
+    for (const char* key : {"bufsizes", "allocations"}) {
+      const json* top = find(root, key);
+      if (!top) continue;
+      const json* inner = graphs->empty() ? nullptr : find((*graphs)[0], key);
+      if (!inner || *top != *inner)
+        fail(key, std::string("differs from graphs[0].") + key + " (the top-level copy must match)");
+    }
     return skeleton;
   }
 
