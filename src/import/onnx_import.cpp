@@ -265,8 +265,14 @@ class OnnxImporter {
 
   // ---- 3. schemas ---------------------------------------------------------
   void verifyNodes(const ox::GraphProto& g, int depth) {
+    for (const auto& init : g.initializer())
+      constantBytes(init, "initializer '" + init.name() + "'" +
+                              (depth ? " in graph '" + g.name() + "'" : ""));
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
+      if (n.op_type() == "Constant")
+        for (const auto& a : n.attribute())
+          if (a.has_t()) constantBytes(a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
       const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
       auto ver = opsets_.find(domain);
       if (ver != opsets_.end()) {
@@ -385,33 +391,38 @@ class OnnxImporter {
       fail("tensor '" + name + "' is defined twice (" + where + ")");
   }
 
-  // Sizes a constant from its TensorProto (dims are authoritative).
-  void sizeConstant(TensorId id, const ox::TensorProto& tp, const std::string& where) {
-    Tensor& t = out_.tensors[id];
-    t.kind = TensorKind::Constant;
-    t.dtype = mapDType(tp.data_type());
-    t.shape.assign(tp.dims().begin(), tp.dims().end());
-    for (auto d : t.shape)
+  // Bytes of a constant's TensorProto (dims are authoritative); checks that
+  // stored raw data matches, since shape inference reads it.
+  Bytes constantBytes(const ox::TensorProto& tp, const std::string& where) const {
+    for (auto d : tp.dims())
       if (d < 0) fail(where + ": negative dimension " + std::to_string(d));
-    if (t.dtype == DType::String) {
+    const DType dtype = mapDType(tp.data_type());
+    if (dtype == DType::String) {
       Bytes total = 0;
       for (const auto& s : tp.string_data()) {
         auto sum = checkedAdd(total, s.size());
         if (!sum) fail(where + ": size overflows");
         total = *sum;
       }
-      t.nbytes = total;
-      return;
+      return total;
     }
-    if (t.dtype == DType::Unknown)
+    if (dtype == DType::Unknown)
       fail(where + ": unsupported data type " + std::to_string(tp.data_type()));
-    auto n = denseBytes(t.shape, t.dtype);
+    auto n = denseBytes({tp.dims().begin(), tp.dims().end()}, dtype);
     if (!n || *n > kMaxBytes) fail(where + ": size overflows");
-    t.nbytes = *n;
     const bool external = tp.data_location() == ox::TensorProto::EXTERNAL;
-    if (!external && tp.has_raw_data() && tp.raw_data().size() != t.nbytes)
+    if (!external && tp.has_raw_data() && tp.raw_data().size() != *n)
       fail(where + ": raw_data has " + std::to_string(tp.raw_data().size()) +
-           " bytes, shape and type need " + std::to_string(t.nbytes));
+           " bytes, shape and type need " + std::to_string(*n));
+    return *n;
+  }
+
+  void sizeConstant(TensorId id, const ox::TensorProto& tp, const std::string& where) {
+    Tensor& t = out_.tensors[id];
+    t.kind = TensorKind::Constant;
+    t.dtype = mapDType(tp.data_type());
+    t.shape.assign(tp.dims().begin(), tp.dims().end());
+    t.nbytes = constantBytes(tp, where);
   }
 
   void sizeConstantNode(TensorId id, const ox::NodeProto& n, const std::string& where) {

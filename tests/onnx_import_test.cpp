@@ -1,0 +1,517 @@
+// ONNX importer: example models checked against facts read straight from the
+// protobuf (not through the importer), hand-built graphs with exact sizes,
+// dimension binding, views, and hostile bytes.
+#ifndef ONNX_NAMESPACE
+#define ONNX_NAMESPACE onnx
+#endif
+#ifndef ONNX_ML
+#define ONNX_ML 1
+#endif
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "memplan/import.h"
+#include "memplan/plan.h"
+#include "memplan/verify.h"
+#include "support/test_support.h"
+
+namespace memplan {
+namespace {
+
+namespace ox = onnx;
+
+// ---------------------------------------------------------------------------
+// Independent facts from the proto.
+
+// Bits per element of ONNX TensorProto.DataType codes (0 = no dense size).
+unsigned onnxBits(int t) {
+  static const std::map<int, unsigned> bits = {
+      {1, 32}, {2, 8},  {3, 8},   {4, 16},  {5, 16}, {6, 32}, {7, 64}, {9, 8},  {10, 16},
+      {11, 64}, {12, 32}, {13, 64}, {14, 64}, {15, 128}, {16, 16}, {17, 8}, {18, 8}, {19, 8},
+      {20, 8}, {21, 4},  {22, 4}};
+  auto it = bits.find(t);
+  return it == bits.end() ? 0 : it->second;
+}
+
+Bytes protoTensorBytes(const ox::TensorProto& t) {
+  std::uint64_t n = 1;
+  for (auto d : t.dims()) n *= static_cast<std::uint64_t>(d);
+  return (n * onnxBits(t.data_type()) + 7) / 8;
+}
+
+struct ProtoFacts {
+  std::size_t tensors = 0;      // every name a graph defines
+  std::size_t constants = 0;    // initializers + Constant outputs
+  std::size_t graphs = 1;       // main graph + one per GRAPH attribute
+  Bytes constant_bytes = 0;
+  std::set<std::string> outer_reads;  // names a body reads from an enclosing graph
+};
+
+void collect(const ox::GraphProto& g, ProtoFacts& f, bool is_body) {
+  std::set<std::string> defined;
+  for (const auto& t : g.initializer()) {
+    defined.insert(t.name());
+    ++f.constants;
+    f.constant_bytes += protoTensorBytes(t);
+  }
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input())
+      if (is_body && !in.empty() && !defined.count(in)) f.outer_reads.insert(in);
+    for (const auto& a : n.attribute()) {
+      if (a.type() == ox::AttributeProto::GRAPH) {
+        ++f.graphs;
+        collect(a.g(), f, true);
+      }
+      if (n.op_type() == "Constant" && a.name() == "value") {
+        ++f.constants;
+        f.constant_bytes += protoTensorBytes(a.t());
+      }
+    }
+    for (const auto& out : n.output())
+      if (!out.empty()) defined.insert(out);
+  }
+  f.tensors += defined.size();
+}
+
+ox::ModelProto readProto(const std::filesystem::path& path) {
+  ox::ModelProto m;
+  const std::string bytes = test::readText(path);
+  EXPECT_TRUE(m.ParseFromString(bytes)) << path;
+  return m;
+}
+
+struct Example {
+  const char* path;
+  ImportOptions options;
+  std::size_t subgraphs;  // expected bodies (also checked against the proto)
+};
+
+std::vector<Example> examples() {
+  std::vector<Example> e;
+  ImportOptions v5;
+  v5.input_shapes = {{"input", {1, 512}}, {"state", {2, 1, 128}}};
+  v5.unknown_size_bytes = 1 << 16;
+  e.push_back({"vad/silero_vad_v5.onnx", v5, 50});
+  ImportOptions legacy;
+  legacy.dims = {{"batch", 1}, {"sequence", 512}};
+  legacy.unknown_size_bytes = 1 << 16;
+  e.push_back({"vad/silero_vad_legacy.onnx", legacy, 18});
+  ImportOptions ocr;
+  ocr.input_shapes = {{"x", {1, 3, 640, 640}}};
+  e.push_back({"ocr/ch_PP-OCRv4_det_infer.onnx", ocr, 0});
+  e.push_back({"onnx-node/test_if.onnx", {}, 2});
+  ImportOptions loop;
+  loop.unknown_size_bytes = 64;  // the Slice in the body has a data-dependent shape
+  e.push_back({"onnx-node/test_loop11.onnx", loop, 1});
+  e.push_back({"onnx-node/test_scan_sum.onnx", {}, 1});
+  return e;
+}
+
+bool haveModels() { return std::filesystem::exists(test::modelsDir() / "onnx-node/test_if.onnx"); }
+
+#define REQUIRE_MODELS() \
+  if (!haveModels()) GTEST_SKIP() << "example models not fetched (scripts/fetch-models.sh)"
+
+Model importFile(const std::string& rel, const ImportOptions& options) {
+  const auto path = test::modelsDir() / rel;
+  return importOnnx(test::readText(path), rel, options);
+}
+
+bool isAncestor(const Model& m, GraphId a, GraphId g) {
+  for (GraphId cur = g; cur != kNone; cur = m.graphs[cur].parent)
+    if (cur == a) return true;
+  return false;
+}
+
+TEST(OnnxImport, ExampleModelsMatchTheProto) {
+  REQUIRE_MODELS();
+  for (const auto& ex : examples()) {
+    SCOPED_TRACE(ex.path);
+    const auto proto = readProto(test::modelsDir() / ex.path);
+    ProtoFacts facts;
+    collect(proto.graph(), facts, false);
+    const Model m = importFile(ex.path, ex.options);
+
+    EXPECT_EQ(m.tensors.size(), facts.tensors);
+    EXPECT_EQ(m.graphs.size(), facts.graphs);
+    EXPECT_EQ(m.graphs.size(), ex.subgraphs + 1);
+    std::size_t constants = 0;
+    Bytes constant_bytes = 0;
+    for (const auto& t : m.tensors)
+      if (t.kind == TensorKind::Constant) {
+        ++constants;
+        constant_bytes += t.nbytes;
+      }
+    EXPECT_EQ(constants, facts.constants);
+    EXPECT_EQ(constant_bytes, facts.constant_bytes);
+
+    // Every sized tensor: nbytes = prod(shape) x element size.
+    std::size_t checked = 0;
+    for (const auto& t : m.tensors) {
+      if (t.dtype == DType::String || t.nbytes == ex.options.unknown_size_bytes) continue;
+      std::uint64_t n = 1;
+      for (auto d : t.shape) n *= static_cast<std::uint64_t>(d);
+      ASSERT_EQ(t.nbytes, (n * dtypeBits(t.dtype) + 7) / 8) << t.name;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0u);
+
+    // Names a body reads from outside resolve to a tensor of an enclosing graph.
+    for (GraphId g = 1; g < static_cast<GraphId>(m.graphs.size()); ++g)
+      for (const auto& node : m.graphs[g].nodes)
+        for (TensorId t : node.inputs) {
+          const Tensor& x = m.tensors[t];
+          ASSERT_TRUE(isAncestor(m, x.graph, g)) << x.name;
+          if (x.graph != g) {
+            EXPECT_TRUE(facts.outer_reads.count(x.name)) << x.name;
+          }
+        }
+  }
+}
+
+TEST(OnnxImport, ExampleModelsExactSizes) {
+  REQUIRE_MODELS();
+  auto find = [](const Model& m, const std::string& name) -> const Tensor& {
+    for (const auto& t : m.tensors)
+      if (t.name == name) return t;
+    throw std::runtime_error("no tensor " + name);
+  };
+  ImportOptions ocr;
+  ocr.input_shapes = {{"x", {1, 3, 640, 640}}};
+  const Model det = importFile("ocr/ch_PP-OCRv4_det_infer.onnx", ocr);
+  EXPECT_EQ(find(det, "x").nbytes, 3u * 640 * 640 * 4);
+  EXPECT_EQ(find(det, "sigmoid_0.tmp_0").nbytes, 640u * 640 * 4);
+  EXPECT_EQ(find(det, "sigmoid_0.tmp_0").shape, (std::vector<std::int64_t>{1, 1, 640, 640}));
+
+  const Model iff = importFile("onnx-node/test_if.onnx", {});
+  ASSERT_EQ(iff.graphs.size(), 3u);
+  const Node& node = iff.main().nodes.at(0);
+  EXPECT_EQ(node.kind, NodeKind::Cond);
+  EXPECT_EQ(node.op, "If");
+  ASSERT_EQ(node.subgraphs.size(), 2u);
+  EXPECT_EQ(iff.graphs[node.subgraphs[0]].name, "then_body");
+  EXPECT_EQ(iff.graphs[node.subgraphs[1]].name, "else_body");
+  EXPECT_EQ(iff.graphs[node.subgraphs[0]].parent, 0);
+  EXPECT_EQ(iff.graphs[node.subgraphs[0]].parent_node, 0);
+  EXPECT_EQ(find(iff, "res").nbytes, 20u);
+  EXPECT_EQ(find(iff, "cond").nbytes, 1u);
+  EXPECT_EQ(find(iff, "then_out").kind, TensorKind::Constant);
+  EXPECT_EQ(find(iff, "then_out").graph, node.subgraphs[0]);
+
+  ImportOptions loop_opts;
+  loop_opts.unknown_size_bytes = 64;
+  const Model loop = importFile("onnx-node/test_loop11.onnx", loop_opts);
+  EXPECT_EQ(loop.main().nodes.at(0).kind, NodeKind::While);
+  EXPECT_EQ(find(loop, "res_scan").nbytes, 20u);
+  EXPECT_EQ(find(loop, "slice_out").nbytes, 64u);  // planned at the bound
+
+  const Model scan = importFile("onnx-node/test_scan_sum.onnx", {});
+  EXPECT_EQ(scan.main().nodes.at(0).kind, NodeKind::Scan);
+  EXPECT_EQ(find(scan, "z").nbytes, 24u);
+  EXPECT_EQ(find(scan, "sum_in").graph, 1);
+}
+
+TEST(OnnxImport, ExampleModelsPlanAndVerify) {
+  REQUIRE_MODELS();
+  for (const auto& ex : examples()) {
+    const Model m = importFile(ex.path, ex.options);
+    for (const char* algo : {"greedy", "auto"}) {
+      SCOPED_TRACE(std::string(ex.path) + " " + algo);
+      PlanRequest req;
+      req.algorithm = algo;
+      const Plan plan = planModel(m, req);
+      const VerifyResult v = verifyPlan(plan);
+      EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+      EXPECT_GT(v.checked_allocations, 0u);
+    }
+  }
+}
+
+TEST(OnnxImport, UnknownSizesAreOneErrorListingThem) {
+  REQUIRE_MODELS();
+  try {
+    importFile("ocr/ch_PP-OCRv4_det_infer.onnx", {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("ch_PP-OCRv4_det_infer.onnx: cannot size 331 tensors"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("x float32[p2o.DynamicDimension.0,3,"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("and 321 more"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--input-shape"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+  }
+  ImportOptions wrong;
+  wrong.input_shapes = {{"image", {1, 3, 64, 64}}};
+  try {
+    importFile("ocr/ch_PP-OCRv4_det_infer.onnx", wrong);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no graph input named 'image' (inputs: x)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Hand-built graphs.
+
+void setType(ox::ValueInfoProto* vi, const std::string& name, int elem,
+             const std::vector<std::string>& dims) {
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  auto* shape = tt->mutable_shape();
+  for (const auto& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+      dim->set_dim_value(std::stoll(d));
+    else
+      dim->set_dim_param(d);
+  }
+}
+
+ox::NodeProto* addNode(ox::GraphProto* g, const std::string& op,
+                       const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  for (const auto& s : in) n->add_input(s);
+  for (const auto& s : out) n->add_output(s);
+  return n;
+}
+
+// x[N,3] -> Relu a -> Reshape r (shape [3,N] from an initializer);
+// If(c): then Relu(a) (outer read), else Neg(a). Outputs: r, y.
+std::string viewAndCaptureModel() {
+  ox::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  setType(g->add_input(), "x", 1, {"N", "3"});
+  setType(g->add_input(), "c", 9, {});
+  auto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(7);
+  shape->add_dims(2);
+  shape->add_int64_data(3);
+  shape->add_int64_data(-1);
+  addNode(g, "Relu", {"x"}, {"a"});
+  addNode(g, "Reshape", {"a", "shape"}, {"r"});
+  auto* iff = addNode(g, "If", {"c"}, {"y"});
+  iff->set_name("branch");
+  for (const char* which : {"else_branch", "then_branch"}) {  // out of order on purpose
+    auto* attr = iff->add_attribute();
+    attr->set_name(which);
+    attr->set_type(ox::AttributeProto::GRAPH);
+    auto* body = attr->mutable_g();
+    body->set_name(which);
+    const std::string out = std::string(which) + "_out";
+    addNode(body, which[0] == 't' ? "Relu" : "Neg", {"a"}, {out});
+    setType(body->add_output(), out, 1, {"N", "3"});
+  }
+  setType(g->add_output(), "r", 1, {"3", "N"});
+  setType(g->add_output(), "y", 1, {"N", "3"});
+  return m.SerializeAsString();
+}
+
+const Tensor& named(const Model& m, const std::string& name) {
+  for (const auto& t : m.tensors)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+
+TEST(OnnxImport, DimensionBindingAndOuterCapture) {
+  const std::string bytes = viewAndCaptureModel();
+  ImportOptions opts;
+  opts.dims = {{"N", 5}};
+  const Model m = importOnnx(bytes, "vc.onnx", opts);
+  ASSERT_EQ(m.graphs.size(), 3u);
+  EXPECT_EQ(named(m, "x").nbytes, 60u);
+  EXPECT_EQ(named(m, "r").nbytes, 60u);
+  EXPECT_EQ(named(m, "r").shape, (std::vector<std::int64_t>{3, 5}));
+  EXPECT_EQ(named(m, "y").nbytes, 60u);
+  EXPECT_EQ(named(m, "c").nbytes, 1u);
+  EXPECT_EQ(named(m, "shape").kind, TensorKind::Constant);
+  EXPECT_EQ(named(m, "shape").nbytes, 16u);
+  EXPECT_EQ(m.main().inputs.size(), 2u);
+  const Node& iff = m.main().nodes.at(2);
+  EXPECT_EQ(iff.name, "branch");
+  EXPECT_EQ(iff.kind, NodeKind::Cond);
+  ASSERT_EQ(iff.subgraphs.size(), 2u);
+  EXPECT_EQ(m.graphs[iff.subgraphs[0]].name, "then_branch");  // [then, else]
+  EXPECT_EQ(m.graphs[iff.subgraphs[1]].name, "else_branch");
+  // Both bodies read the main graph's `a`: the same TensorId.
+  const Graph& then_g = m.graphs[iff.subgraphs[0]];
+  ASSERT_EQ(then_g.nodes.size(), 1u);
+  const TensorId a = m.main().nodes.at(0).outputs.at(0);
+  EXPECT_EQ(then_g.nodes[0].inputs, (std::vector<TensorId>{a}));
+  EXPECT_EQ(m.graphs[iff.subgraphs[1]].nodes[0].inputs, (std::vector<TensorId>{a}));
+  EXPECT_EQ(m.tensors[then_g.outputs.at(0)].graph, iff.subgraphs[0]);
+  EXPECT_EQ(then_g.nodes[0].name, "Relu_0");
+
+  // The same binding through an input shape.
+  ImportOptions by_shape;
+  by_shape.input_shapes = {{"x", {7, 3}}};
+  EXPECT_EQ(named(importOnnx(bytes, "vc.onnx", by_shape), "r").nbytes, 84u);
+}
+
+TEST(OnnxImport, AliasViewsOnlyWhenAsked) {
+  const std::string bytes = viewAndCaptureModel();
+  ImportOptions opts;
+  opts.dims = {{"N", 5}};
+  const Model copy = importOnnx(bytes, "vc.onnx", opts);
+  EXPECT_EQ(named(copy, "r").alias, AliasKind::None);
+  EXPECT_EQ(named(copy, "r").alias_of, kNone);
+  opts.alias_views = true;
+  const Model view = importOnnx(bytes, "vc.onnx", opts);
+  const TensorId a = view.main().nodes.at(0).outputs.at(0);
+  EXPECT_EQ(named(view, "r").alias, AliasKind::View);
+  EXPECT_EQ(named(view, "r").alias_of, a);
+  EXPECT_EQ(named(view, "a").alias, AliasKind::None);
+}
+
+TEST(OnnxImport, BindingErrors) {
+  const std::string bytes = viewAndCaptureModel();
+  auto message = [&](const ImportOptions& o) -> std::string {
+    try {
+      importOnnx(bytes, "vc.onnx", o);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  ImportOptions none;
+  const std::string unknown = message(none);
+  EXPECT_NE(unknown.find("vc.onnx: cannot size 6 tensors: x float32[N,3] from graph input; a "),
+            std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("--dim SYMBOL=VALUE"), std::string::npos);
+  ImportOptions bad_input;
+  bad_input.input_shapes = {{"z", {1, 3}}};
+  EXPECT_EQ(message(bad_input), "vc.onnx: --input-shape: no graph input named 'z' (inputs: x, c)");
+  ImportOptions bad_rank;
+  bad_rank.input_shapes = {{"x", {1, 3, 1}}};
+  EXPECT_EQ(message(bad_rank), "vc.onnx: --input-shape: input 'x' has rank 2, got 3 dims");
+  ImportOptions bad_dim;
+  bad_dim.dims = {{"M", 2}};
+  EXPECT_EQ(message(bad_dim), "vc.onnx: --dim: no dimension named 'M' (symbols: N)");
+  ImportOptions bound;
+  bound.unknown_size_bytes = 1000;
+  const Model m = importOnnx(bytes, "vc.onnx", bound);
+  EXPECT_EQ(named(m, "x").nbytes, 1000u);
+  EXPECT_EQ(named(m, "c").nbytes, 1u);
+  EXPECT_EQ(named(m, "shape").nbytes, 16u);
+}
+
+TEST(OnnxImport, MalformedModelsAreInputErrors) {
+  const std::string bytes = viewAndCaptureModel();
+  // Reads a name no one defines.
+  {
+    ox::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    m.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
+    try {
+      importOnnx(m.SerializeAsString(), "g.onnx", {});
+      FAIL();
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "g.onnx: node 'Reshape_1' (Reshape): input 'ghost' is not defined before it is used");
+    }
+  }
+  // Wrong input count for the operator.
+  {
+    ox::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    m.mutable_graph()->mutable_node(1)->add_input("x");
+    EXPECT_THROW(importOnnx(m.SerializeAsString(), "g.onnx", {}), InputError);
+  }
+  // raw_data disagrees with dims.
+  {
+    ox::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    auto* init = m.mutable_graph()->mutable_initializer(0);
+    init->clear_int64_data();
+    init->set_raw_data(std::string(12, '\0'));
+    try {
+      importOnnx(m.SerializeAsString(), "g.onnx", {});
+      FAIL();
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "g.onnx: initializer 'shape': raw_data has 12 bytes, shape and type need 16");
+    }
+  }
+  // Not protobuf at all.
+  try {
+    importOnnx("this is not a model", "t.onnx", {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "t.onnx: not an ONNX model (protobuf parse failed)");
+  }
+  EXPECT_THROW(importOnnx("", "e.onnx", {}), InputError);
+}
+
+// Every outcome must be a model or an InputError: never a crash, hang or
+// another exception type.
+void expectModelOrInputError(const std::string& bytes, const ImportOptions& opts,
+                             const std::string& what) {
+  try {
+    importOnnx(bytes, "fuzz.onnx", opts);
+  } catch (const InputError&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+}
+
+TEST(OnnxImport, HostileBytesNeverCrash) {
+  ImportOptions opts;
+  opts.dims = {{"N", 5}};
+  std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()}};
+  if (haveModels())
+    for (const char* rel : {"onnx-node/test_if.onnx", "onnx-node/test_loop11.onnx",
+                            "onnx-node/test_scan_sum.onnx"})
+      seeds.emplace_back(rel, test::readText(test::modelsDir() / rel));
+  ImportOptions lenient;
+  lenient.unknown_size_bytes = 64;
+  for (const auto& [name, seed] : seeds) {
+    const ImportOptions& o = name == "vc" ? opts : lenient;
+    // Every truncation.
+    for (std::size_t n = 0; n < seed.size(); ++n)
+      expectModelOrInputError(seed.substr(0, n), o, name + " truncated at " + std::to_string(n));
+    // Every single-bit flip.
+    for (std::size_t i = 0; i < seed.size(); ++i)
+      for (int bit = 0; bit < 8; ++bit) {
+        std::string b = seed;
+        b[i] = static_cast<char>(b[i] ^ (1 << bit));
+        expectModelOrInputError(b, o, name + " bit " + std::to_string(i * 8 + bit));
+      }
+  }
+  // Random bytes and random multi-byte damage, fixed seed.
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 300; ++round) {
+    std::string b = seeds[round % seeds.size()].second;
+    for (int k = 0; k < 4; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    expectModelOrInputError(b, lenient, "random damage round " + std::to_string(round));
+  }
+}
+
+TEST(OnnxImport, TruncatedRealModelIsInputError) {
+  REQUIRE_MODELS();
+  const std::string bytes = test::readText(test::modelsDir() / "vad/silero_vad_v5.onnx");
+  for (std::size_t n : {bytes.size() / 2, bytes.size() - 1, std::size_t{100}}) {
+    try {
+      importOnnx(bytes.substr(0, n), "v5.onnx", {});
+      FAIL() << n;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "v5.onnx: not an ONNX model (protobuf parse failed)");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memplan
