@@ -566,6 +566,35 @@ TEST(TfliteImport, BadIndicesAreOneLineErrors) {
   expectError(buildModel(kOpcodes, {unary("main")}, {""}, 2), "schema version 2");
 }
 
+TEST(TfliteImport, SharedOffsetsCannotExpandWithoutBound) {
+  // 200000 tensors all naming one 1 MiB string: a 3 MB file that would
+  // expand to 200 GB of names. The importer refuses before allocating it.
+  fb::FlatBufferBuilder b;
+  using Off = fb::Offset<fb::Table>;
+  const auto name = b.CreateString(std::string(1 << 20, 'n'));
+  const auto shape = b.CreateVector(std::vector<std::int32_t>{1});
+  auto start = b.StartTable();
+  b.AddOffset(F(0), shape);
+  b.AddOffset(F(3), name);
+  const Off tensor(b.EndTable(start));
+  const auto tensors = b.CreateVector(std::vector<Off>(200000, tensor));
+  start = b.StartTable();
+  b.AddOffset(F(0), tensors);
+  const auto subgraphs = b.CreateVector(std::vector<Off>{Off(b.EndTable(start))});
+  start = b.StartTable();
+  b.AddElement<std::uint32_t>(F(0), 3, 0);
+  b.AddOffset(F(2), subgraphs);
+  b.Finish(Off(b.EndTable(start)), "TFL3");
+  const std::string bytes(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  ASSERT_LT(bytes.size(), 4u << 20);
+  try {
+    import(bytes);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("expands beyond"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TfliteImport, BuilderModelWithoutIdentifierImports) {
   std::string bytes = buildModel(kOpcodes, {unary("main")}, {""});
   // Same model, identifier bytes replaced by non-text bytes: accepted when

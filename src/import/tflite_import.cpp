@@ -90,9 +90,14 @@ constexpr std::uint8_t kIfOptions = 92, kWhileOptions = 93, kCallOnceOptions = 1
 // Bounds: a file may claim any count; memplan refuses absurd ones before
 // allocating (vectors are also bounded by the file size: >= 4 bytes each).
 constexpr std::size_t kMaxSubgraphs = 1 << 16;
-constexpr std::size_t kMaxTensors = 1 << 24;     // over all subgraphs
-constexpr std::size_t kMaxOperators = 1 << 24;   // over all subgraphs
+constexpr std::size_t kMaxTensors = 1 << 22;     // over all subgraphs
+constexpr std::size_t kMaxOperators = 1 << 22;   // over all subgraphs
 constexpr std::size_t kMaxRank = 64;
+// Offsets may share one table, vector or string among many owners, so what
+// memplan builds can outgrow the file. Bytes materialized (tensors, nodes,
+// names, shapes, indices) are charged against 256 MiB + 4 x the file size.
+constexpr Bytes kMemoryAllowance = Bytes{256} << 20;
+constexpr Bytes kMemoryPerFileByte = 4;
 
 // BuiltinOperator enum names, index = code (schema.fbs order, 0..209).
 constexpr std::array<std::string_view, 210> kBuiltinNames{
@@ -301,9 +306,18 @@ class TfliteImporter {
   }
 
  private:
+  // Charges `bytes` of materialized data against the budget.
+  void charge(std::size_t bytes, const void* at, const Where& w) {
+    if (bytes > budget_)
+      r_.fail(at, w, fmt::format("the model expands beyond {} bytes in memory (offsets shared "
+                                 "many times?)", kMemoryAllowance + kMemoryPerFileByte * r_.fileSize()));
+    budget_ -= bytes;
+  }
+
   void readBuffers(const fb::Table* model) {
     const auto* bufs = r_.vector<fb::uoffset_t>(model, model_f::kBuffers, Where{}, "buffers");
     if (!bufs) return;
+    charge(sizeof(Bytes) * bufs->size(), bufs, Where{});
     buffer_bytes_.resize(bufs->size());
     for (fb::uoffset_t i = 0; i < bufs->size(); ++i) {
       const Where w{"buffer", i};
@@ -327,6 +341,7 @@ class TfliteImporter {
     const auto* codes =
         r_.vector<fb::uoffset_t>(model, model_f::kOperatorCodes, Where{}, "operator_codes");
     if (!codes) return;
+    charge((sizeof(std::int32_t) + sizeof(std::string)) * codes->size(), codes, Where{});
     opcodes_.resize(codes->size());
     op_names_.resize(codes->size());
     for (fb::uoffset_t i = 0; i < codes->size(); ++i) {
@@ -339,6 +354,7 @@ class TfliteImporter {
       opcodes_[i] = code;
       if (code == kOpCustom) {
         const fb::String* custom = r_.string(c, opcode_f::kCustomCode, w, "custom_code");
+        if (custom) charge(custom->size(), c, w);
         op_names_[i] = custom && custom->size() > 0 ? custom->str() : "CUSTOM";
       } else {
         op_names_[i] = builtinName(code);
@@ -405,7 +421,10 @@ class TfliteImporter {
     RawSubgraph& out = raw_[s];
     const Where sw{"subgraph", s};
     const fb::Table* sg = r_.tableAt(subgraphs_, static_cast<fb::uoffset_t>(s), sw);
-    if (const fb::String* name = r_.string(sg, subgraph_f::kName, sw, "name")) out.name = name->str();
+    if (const fb::String* name = r_.string(sg, subgraph_f::kName, sw, "name")) {
+      charge(name->size(), sg, sw);
+      out.name = name->str();
+    }
 
     const auto* tensors = r_.vector<fb::uoffset_t>(sg, subgraph_f::kTensors, sw, "tensors");
     const std::size_t num_tensors = tensors ? tensors->size() : 0;
@@ -423,6 +442,7 @@ class TfliteImporter {
       std::vector<std::int32_t> ids;
       const auto* v = r_.vector<std::int32_t>(t, f, w, what);
       if (!v) return ids;
+      charge(sizeof(TensorId) * v->size(), t, w);
       ids.reserve(v->size());
       for (fb::uoffset_t k = 0; k < v->size(); ++k) {
         const std::int32_t id = v->Get(k);
@@ -447,11 +467,13 @@ class TfliteImporter {
     for (std::size_t i = 0; i < num_ops; ++i) {
       const Where w{"operator", static_cast<std::int64_t>(i), s};
       const fb::Table* t = r_.tableAt(ops, static_cast<fb::uoffset_t>(i), w);
+      charge(sizeof(RawOp) + sizeof(Node), t, w);
       RawOp op;
       const auto index = r_.scalar<std::uint32_t>(t, operator_f::kOpcodeIndex, 0, w, "opcode_index");
       if (index >= opcodes_.size())
         r_.fail(t, w, fmt::format("opcode index {} out of range ({} operator codes)", index,
                                   opcodes_.size()));
+      charge(op_names_[index].size(), t, w);
       op.op = op_names_[index];
       op.inputs = indices(t, operator_f::kInputs, w, "inputs", true);
       op.outputs = indices(t, operator_f::kOutputs, w, "outputs", true);
@@ -459,6 +481,9 @@ class TfliteImporter {
       // TFLite allocates them for the op's duration, like outputs.
       for (std::int32_t id : indices(t, operator_f::kIntermediates, w, "intermediates", true))
         op.outputs.push_back(id);
+      // The node is later named after its first result: a copy of that name.
+      if (!op.outputs.empty())
+        charge(out.tensors[static_cast<std::size_t>(op.outputs[0])].name.size(), t, w);
       readControlFlow(t, w, opcodes_[index], op);
       out.op_pos.push_back(r_.pos(t));
       out.ops.push_back(std::move(op));
@@ -491,10 +516,15 @@ class TfliteImporter {
   Tensor readTensor(const fb::Table* t, std::int32_t s, std::int64_t i) {
     const Where w{"tensor", i, s};
     Tensor x;
-    if (const fb::String* name = r_.string(t, tensor_f::kName, w, "name")) x.name = name->str();
+    charge(sizeof(Tensor), t, w);
+    if (const fb::String* name = r_.string(t, tensor_f::kName, w, "name")) {
+      charge(name->size(), t, w);
+      x.name = name->str();
+    }
     if (const auto* shape = r_.vector<std::int32_t>(t, tensor_f::kShape, w, "shape")) {
       if (shape->size() > kMaxRank)
         r_.fail(t, w, fmt::format("rank {} exceeds the limit of {}", shape->size(), kMaxRank));
+      charge(sizeof(std::int64_t) * shape->size(), t, w);
       x.shape.assign(shape->begin(), shape->end());
     }
     const auto type_code = r_.scalar<std::int8_t>(t, tensor_f::kType, 0, w, "type");
@@ -616,6 +646,7 @@ class TfliteImporter {
   std::vector<RawSubgraph> raw_;
   std::vector<bool> loaded_;
   std::size_t total_tensors_ = 0, total_ops_ = 0;
+  Bytes budget_ = kMemoryAllowance + kMemoryPerFileByte * r_.fileSize();
 };
 
 bool printable(char c) { return c >= 0x20 && c < 0x7f; }
