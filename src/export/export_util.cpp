@@ -92,8 +92,16 @@ const Spec* allocSpec(const GraphPlan& plan, const Allocation& alloc) {
 }
 
 std::string graphLabel(const Model* model, GraphId graph) {
-  if (const Graph* g = modelGraph(model, graph); g && !g->name.empty()) return g->name;
-  return graph == 0 ? std::string("main") : fmt::format("graph {}", graph);
+  // The main graph is "main" whatever the file calls it (converters name it
+  // after themselves); bodies keep their names, cut to fit a table column.
+  if (graph == 0) return "main";
+  const Graph* g = modelGraph(model, graph);
+  if (!g || g->name.empty()) return fmt::format("graph {}", graph);
+  constexpr std::size_t kMax = 40;
+  if (g->name.size() <= kMax) return g->name;
+  std::size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(g->name[cut]) & 0xc0) == 0x80) --cut;
+  return g->name.substr(0, cut) + "...";
 }
 
 StepInfo stepInfo(const Model* model, GraphId graph, TimeValue step) {

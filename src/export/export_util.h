@@ -22,7 +22,7 @@ std::string sanitizeUtf8(std::string_view text);
 // sanitizeUtf8 plus XML escaping of & < > " '.
 std::string xmlEscape(std::string_view text);
 
-// "main" / "graph 3" when the model has no name for it.
+// "main" for graph 0; a body's name (cut at 40 bytes), or "graph 3".
 std::string graphLabel(const Model* model, GraphId graph);
 
 // What runs at `step` of a graph: a placeholder ("input"), a node, or the

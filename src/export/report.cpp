@@ -174,8 +174,11 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                           p.peak_op.empty() || p.peak_op == p.peak_node
                               ? std::string()
                               : " " + sanitizeUtf8(p.peak_op));
-    out += fmt::format("  peak at step {}{}: {} live\n", p.peak_step, where,
+    out += fmt::format("  peak at step {}{}: {} live", p.peak_step, where,
                        formatBytes(p.peak_live, exact));
+    if (i.reserved > 0)
+      out += fmt::format(" + {} reserved for control-flow bodies", formatBytes(i.reserved, exact));
+    out += '\n';
     if (p.top.empty()) continue;
     const bool shapes = model != nullptr;
     std::vector<std::vector<std::string>> t;

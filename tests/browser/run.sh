@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Browser test of the HTML viewer.
+#
+#   tests/browser/run.sh MEMPLAN_BINARY [MODEL...]
+#
+# Writes a viewer page (plan by `auto`, compared with `greedy`) for each
+# MODEL and for two_pools.json beside this script (two pools and a cond node
+# with two bodies: exercises pool tabs and control-flow markers), then opens
+# them in the system Chromium via playwright-core (installed here by `npm ci`
+# when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
+# temporary directory, removed afterwards).
+# Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -lt 1 ]; then
+  echo "usage: $0 MEMPLAN_BINARY [MODEL...]" >&2
+  exit 2
+fi
+bin=$1
+shift
+if [ ! -x "$bin" ]; then
+  echo "run.sh: $bin is not an executable" >&2
+  exit 2
+fi
+chromium=${MEMPLAN_CHROMIUM:-/usr/bin/chromium}
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "run.sh: skipped: node/npm not installed" >&2
+  exit 77
+fi
+if [ ! -x "$chromium" ]; then
+  echo "run.sh: skipped: no Chromium at $chromium (set MEMPLAN_CHROMIUM)" >&2
+  exit 77
+fi
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+if [ -n "${MEMPLAN_VIEWER_OUT:-}" ]; then
+  out=$MEMPLAN_VIEWER_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+
+for model in "$here/two_pools.json" "$@"; do
+  name=$(basename "$model")
+  "$bin" plan "$model" --compare greedy --html "$out/${name%.*}.html" -q
+done
+
+cd "$here"
+MEMPLAN_VIEWER_DIR=$out MEMPLAN_CHROMIUM=$chromium node --test viewer.test.mjs
