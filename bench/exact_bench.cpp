@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     params.node_limit = std::strtoull(argv[1], nullptr, 10);
     first_file = 2;
   }
+  if (const char* v = std::getenv("EXACT_UNALLOCATED_FLOOR")) params.unallocated_floor = v[0] == '1';
   std::vector<fs::path> files;
   for (int i = first_file; i < argc; ++i) files.emplace_back(argv[i]);
   if (files.empty()) {

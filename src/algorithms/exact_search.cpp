@@ -29,13 +29,14 @@ struct OrderEntry {
 };
 
 // Static preorders tried in turn by restarts: the keys compared (larger
-// first) before the item index. T = the largest section total the item
-// lives in, Z = size, A = size x lifetime.
-enum class Key { kTotal, kSize, kArea };
+// first) before the item index. Total = the largest section total the item
+// lives in, Length = lifetime, Area = size x lifetime. Items that crowd the
+// fullest times, or live long, constrain the rest most: place them first.
+enum class Key { kTotal, kLength, kArea };
 constexpr Key kPreorders[][3] = {
-    {Key::kSize, Key::kArea, Key::kTotal},
-    {Key::kTotal, Key::kArea, Key::kSize},
-    {Key::kTotal, Key::kSize, Key::kArea},
+    {Key::kLength, Key::kArea, Key::kTotal},
+    {Key::kTotal, Key::kArea, Key::kLength},
+    {Key::kTotal, Key::kLength, Key::kArea},
 };
 constexpr int kNumPreorders = 3;
 
@@ -86,6 +87,7 @@ class Searcher {
       sr_.push_back(sectionOf(buf.end));
       size_.push_back(buf.size);
       align_.push_back(std::max<Bytes>(1, buf.alignment));
+      length_.push_back(buf.end - buf.start);
       area_.push_back(static_cast<double>(buf.size) *
                       static_cast<double>(buf.end - buf.start));
       (void)i;
@@ -185,7 +187,9 @@ class Searcher {
       if (base_ + total_[s] > capacity_) return Status::kNotFound;
     std::uint64_t budget = p_.node_limit;
     if (!p_.restarts) return attempt(0, budget);
-    std::uint64_t limit = std::max<std::uint64_t>(1, p_.restart_first_limit);
+    std::uint64_t limit = p_.restart_first_limit > 0
+                              ? p_.restart_first_limit
+                              : 2 * std::max<std::uint64_t>(1, size_.size());
     while (true) {
       for (int h = 0; h < kNumPreorders; ++h) {
         const std::uint64_t give = std::min(limit, budget);
@@ -195,7 +199,7 @@ class Searcher {
         budget -= std::min(budget, nodes_ - before);
         if (st != Status::kAborted || timed_out_) return st;
       }
-      limit = limit > (std::numeric_limits<std::uint64_t>::max() >> 3) ? limit : limit * 4;
+      limit = limit > (std::numeric_limits<std::uint64_t>::max() >> 2) ? limit : limit * 2;
     }
   }
 
@@ -237,7 +241,7 @@ class Searcher {
     auto key = [&](Key k, Idx i) -> double {
       switch (k) {
         case Key::kTotal: return static_cast<double>(max_total_[i]);
-        case Key::kSize: return static_cast<double>(size_[i]);
+        case Key::kLength: return static_cast<double>(length_[i]);
         case Key::kArea: return area_[i];
       }
       return 0;
@@ -342,6 +346,10 @@ class Searcher {
       }
       arena_[j] = e;
     }
+    // Every later item sits at >= the chosen offset, so a section holding
+    // max_total unplaced bytes needs offset + max_total <= capacity.
+    Bytes max_total = 0;
+    for (SectionIdx s = ps; s < pe; ++s) max_total = std::max(max_total, total_[s]);
     Status result = Status::kNotFound;
     for (std::size_t k = ob; k < oe; ++k) {
       const OrderEntry e = arena_[k];
@@ -351,6 +359,7 @@ class Searcher {
         continue;
       // A gap an unplaced item could fill entirely is never needed.
       if (p_.dominance && e.offset >= min_height) break;  // sorted: all later too
+      if (p_.canonical_order && p_.section_inference && e.offset + max_total > capacity_) break;
       if (e.offset + size_[i] > capacity_) continue;
       const std::size_t mark = trail_.size();
       const bool hatless = place(i, e.offset);
@@ -392,26 +401,30 @@ class Searcher {
     bool hatless = true;
     ++stamp_;
     affected_.clear();
+    for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) {
+      total_[s] -= size_[i];
+      sec_stamp_[s] = stamp_;  // floor = top is exact enough here
+      if (floor_[s] < top) {
+        trail_.push_back({true, s, floor_[s]});
+        floor_[s] = top;
+      }
+    }
     for (std::size_t k = ov_begin_[i]; k < ov_begin_[i + 1]; ++k) {
       const Idx o = ov_[k];
       if (off_[o] != kUnplaced) continue;
       hatless = false;
       if (min_off_[o] >= top) continue;
-      trail_.push_back({false, o, min_off_[o]});
+      const Offset old = min_off_[o];
+      trail_.push_back({false, o, old});
       min_off_[o] = fit(o, top);
-      if (!p_.section_inference) continue;
+      if (!p_.unallocated_floor) continue;
+      // floor_[s] never exceeds the lowest min_off_ of an unplaced item in
+      // s; only a section whose floor equals o's old value can rise.
       for (SectionIdx s = sl_[o]; s < sr_[o]; ++s)
-        if (sec_stamp_[s] != stamp_) {
+        if (floor_[s] >= old && sec_stamp_[s] != stamp_) {
           sec_stamp_[s] = stamp_;
           affected_.push_back(s);
         }
-    }
-    for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) {
-      total_[s] -= size_[i];
-      if (floor_[s] < top) {
-        trail_.push_back({true, s, floor_[s]});
-        floor_[s] = top;
-      }
     }
     // A section's floor is at least the lowest offset any of its unplaced
     // items can still take.
@@ -443,8 +456,15 @@ class Searcher {
   }
 
   // Every section of the part must hold its unplaced bytes above its floor
-  // (and above the current offset: later items never go lower).
+  // (and above the current offset: later items never go lower). The parent
+  // passed this test and the caller's max_total cut covers the sections of
+  // the item just placed, so only sections whose floor rose can fail now.
   bool check(SectionIdx ps, SectionIdx pe, Offset x) const {
+    if (p_.canonical_order && p_.section_inference) {
+      for (SectionIdx s : affected_)
+        if (std::max(floor_[s], x) + total_[s] > capacity_) return false;
+      return true;
+    }
     for (SectionIdx s = ps; s < pe; ++s) {
       Offset f = floor_[s];
       if (p_.canonical_order && total_[s] > 0) f = std::max(f, x);
@@ -470,6 +490,7 @@ class Searcher {
   std::vector<SectionIdx> sl_, sr_;
   std::vector<Bytes> size_, align_, max_total_;
   std::vector<double> area_;
+  std::vector<TimeValue> length_;
   std::vector<std::int32_t> sec_begin_;
   std::vector<Idx> sec_items_;
   std::vector<std::size_t> ov_begin_;

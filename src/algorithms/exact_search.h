@@ -21,8 +21,9 @@
 //     skipped (buffers with equal lifetime and size are interchangeable).
 //  4. Decomposition. Time points that no buffer spans split the problem
 //     into independent parts, solved one after the other.
-//  5. Restarts. The search runs with a node limit that grows geometrically
-//     between attempts, each attempt with a different tie-break order.
+//  5. Restarts. Rounds of attempts, one per static preorder (the tie-break
+//     among buffers at the same offset), with a node limit doubling every
+//     round: an easy instance is solved by whichever order suits it.
 // Effort is counted in nodes, never in time, so results are deterministic;
 // an optional wall-clock cap can stop earlier (non-deterministically).
 #pragma once
@@ -43,14 +44,18 @@ struct ExactParams {
   bool canonical_order = true;
   // Prune with per-section bytes-left-to-place bounds.
   bool section_inference = true;
+  // Raise a section's floor to the lowest offset any of its unplaced
+  // buffers can still take (costly on long-lived buffers).
+  bool unallocated_floor = true;
   // Skip branches equivalent to an earlier sibling.
   bool dominance = true;
   // Solve time-disjoint parts independently.
   bool decompose = true;
   // Restart with growing node limits and varied tie-breaks.
   bool restarts = true;
-  // First attempt's node limit when restarts is on; grows x4 per attempt.
-  std::uint64_t restart_first_limit = 4096;
+  // Node limit of the first round of attempts when restarts is on (0 = two
+  // per buffer); doubles every round of preorders.
+  std::uint64_t restart_first_limit = 0;
   // Optional wall-clock cap on top of the node limit (0 = none).
   double time_limit_seconds = 0;
   // minimizeHeight: above this many buffers, search a window of the buffers
