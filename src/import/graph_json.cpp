@@ -279,12 +279,22 @@ class Reader {
       if (!dt) fail(at + ".dtype", "unknown dtype '" + oneLine(name, 40) + "'");
       t.dtype = *dt;
     }
+    if (v.contains("kind")) {
+      const std::string k = str(v["kind"], at + ".kind");
+      if (k == "activation") t.kind = TensorKind::Activation;
+      else if (k == "constant") t.kind = TensorKind::Constant;
+      else if (k == "trainable_constant") t.kind = TensorKind::TrainableConstant;
+      else if (k == "mutable_buffer") t.kind = TensorKind::MutableBuffer;
+      else fail(at + ".kind", "expected activation, constant, trainable_constant or "
+                              "mutable_buffer, got '" + oneLine(k, 40) + "'");
+    }
     if (v.contains("dynamic_unbound"))
       t.dynamic_unbound = boolean(v["dynamic_unbound"], at + ".dynamic_unbound");
     const std::optional<Bytes> dense = denseBytes(t.shape, t.dtype);
     if (v.contains("nbytes")) {
       t.nbytes = unsignedInt(v["nbytes"], at + ".nbytes", kMaxBytes);
-      if (v.contains("shape") && dense && *dense != t.nbytes)
+      // Constants may be stored smaller than dense (sparse, compressed).
+      if (v.contains("shape") && dense && *dense != t.nbytes && t.kind != TensorKind::Constant)
         fail(at + ".nbytes", std::to_string(t.nbytes) + " disagrees with shape and dtype (" +
                                  std::to_string(*dense) + " bytes)");
     } else if (dense) {
@@ -298,15 +308,6 @@ class Reader {
     if (v.contains("mem_id"))
       t.mem_id = static_cast<MemId>(unsignedInt(v["mem_id"], at + ".mem_id", 0x7fffffff));
     if (v.contains("offset")) t.offset = unsignedInt(v["offset"], at + ".offset", kMaxBytes);
-    if (v.contains("kind")) {
-      const std::string k = str(v["kind"], at + ".kind");
-      if (k == "activation") t.kind = TensorKind::Activation;
-      else if (k == "constant") t.kind = TensorKind::Constant;
-      else if (k == "trainable_constant") t.kind = TensorKind::TrainableConstant;
-      else if (k == "mutable_buffer") t.kind = TensorKind::MutableBuffer;
-      else fail(at + ".kind", "expected activation, constant, trainable_constant or "
-                              "mutable_buffer, got '" + oneLine(k, 40) + "'");
-    }
     if (v.contains("alias")) {
       const json& a = v["alias"];
       const std::string aat = at + ".alias";
