@@ -499,3 +499,45 @@ TEST(Detect, FetchedModels) {
 
 }  // namespace
 }  // namespace memplan
+
+namespace memplan {
+namespace {
+
+// Damaged files: every reader either succeeds or throws one-line InputError
+// naming the file; nothing else escapes (no crash, no other exception type).
+TEST(Robustness, MutatedInputsFailCleanly) {
+  const std::string graph = readFile(test::sourceDir() / "examples/graphs/mlp.json");
+  const std::string csv = "id,lower,upper,size,alignment,offset\na,0,3,4,1,0\nb,2,9,8,8,8\n";
+  std::mt19937 rng(7);
+  int rejected = 0, accepted = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = round % 2 ? graph : csv;
+    for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 4) {
+        case 0: text[at] = static_cast<char>(rng()); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        case 2: text.insert(at, text.substr(rng() % text.size(), 1 + rng() % 12)); break;
+        case 3: text.resize(at); break;
+      }
+      if (text.empty()) text = "x";
+    }
+    const std::string name = round % 2 ? "m.json" : "b.csv";
+    try {
+      if (round % 2) readGraphJson(text, name);
+      else readMiniMallocCsv(text, name);
+      detectInputKind(name, text);
+      ++accepted;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      ASSERT_EQ(what.rfind(name + ":", 0), 0u) << what;
+      ASSERT_EQ(what.find('\n'), std::string::npos) << what;
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 10);
+}
+
+}  // namespace
+}  // namespace memplan

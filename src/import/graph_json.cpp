@@ -132,7 +132,7 @@ class Reader {
     try {
       validateModel(m);
     } catch (const InputError& e) {
-      throw InputError(source_ + ": " + e.what());
+      throw InputError(source_ + ": " + oneLine(e.what(), 400));
     }
     return m;
   }
