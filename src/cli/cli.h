@@ -59,7 +59,10 @@ Plan planInput(const LoadedInput& input, const PlanFlags& flags, bool with_progr
 
 // The specs a plan file must cover, for `verify` and `replay` (a plan whose
 // graphs hold specs but no allocations).
-Plan skeletonPlan(const LoadedInput& input, const PlanFlags& flags);
+Plan skeletonPlan(const LoadedInput& input, const PlanOptions& options);
+
+// Prints verifier warnings to stderr: the first one and how many more.
+void printWarnings(const std::vector<std::string>& warnings);
 
 // "256KiB", "1MiB", "4096" -> bytes; throws InputError naming `what`.
 Bytes parseBytes(const std::string& text, const std::string& what);

@@ -22,6 +22,7 @@ struct PlanCommand {
   bool json = false;
   bool exact_bytes = false;
   bool quiet = false;
+  bool timing = false;
   std::string html, svg, compare;
 
   bool endsWith(const std::string& s, const std::string& suffix) const {
@@ -65,7 +66,10 @@ struct PlanCommand {
     const Model* model = in.model ? &*in.model : nullptr;
 
     if (!output.empty()) {
-      const std::string data = endsWith(output, ".csv") ? toCsv(in, plan) : writePlanJson(plan, model);
+      PlanJsonOptions json_options;
+      json_options.include_timing = timing;  // off: plan files are byte-identical run to run
+      const std::string data =
+          endsWith(output, ".csv") ? toCsv(in, plan) : writePlanJson(plan, model, json_options);
       writeFileAtomic(output, data);
     }
     if (!html.empty()) {
@@ -92,7 +96,7 @@ struct PlanCommand {
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
     }
-    for (const std::string& w : verdict.warnings) std::cerr << "memplan: warning: " << w << "\n";
+    printWarnings(verdict.warnings);
     if (!verdict.ok()) {
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
       return kExitVerifyFailed;
@@ -116,6 +120,8 @@ Command addPlanCommand(CLI::App& app) {
   sub->add_flag("--json", cmd->json, "Print the report as JSON");
   sub->add_flag("--bytes", cmd->exact_bytes, "Exact byte counts beside humane units");
   sub->add_flag("-q,--quiet", cmd->quiet, "No report, no progress");
+  sub->add_flag("--timing", cmd->timing,
+                "Write planning_seconds into the plan file (then files differ run to run)");
   sub->add_option("--html", cmd->html, "Write an interactive, self-contained HTML viewer");
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
   sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");

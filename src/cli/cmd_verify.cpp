@@ -14,7 +14,6 @@ namespace {
 struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
-  PlanFlags plan_flags;
 
   struct Loaded {
     LoadedInput input;
@@ -22,14 +21,18 @@ struct CheckCommand {
   };
   Loaded load() const {
     Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
-    l.plan = readPlanJson(readFile(plan_path), plan_path, skeletonPlan(l.input, plan_flags));
+    const std::string text = readFile(plan_path);
+    // The plan file records the options it was made with (alignment,
+    // which inputs/outputs are planned): the specs are rebuilt with them.
+    l.plan = readPlanJson(text, plan_path,
+                          skeletonPlan(l.input, readPlanJsonOptions(text, plan_path)));
     return l;
   }
 
   int verify() const {
     const Loaded l = load();
     const VerifyResult r = verifyPlan(l.plan);
-    for (const std::string& w : r.warnings) std::cerr << "memplan: warning: " << w << "\n";
+    printWarnings(r.warnings);
     if (!r.ok()) {
       std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
                                r.violations.front().message);
@@ -54,11 +57,6 @@ struct CheckCommand {
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
     sub->add_option("PLAN", plan_path, "Plan JSON written by `memplan plan -o`")->required();
     input_flags.addTo(*sub);
-    sub->add_option("--alignment", plan_flags.alignment, "Planning alignment the plan was made with");
-    sub->add_flag("--no-plan-inputs", plan_flags.no_plan_inputs, "The plan leaves graph inputs unplanned");
-    sub->add_flag("--no-plan-outputs", plan_flags.no_plan_outputs, "The plan leaves graph outputs unplanned");
-    sub->add_flag("--no-plan-mutable-buffers", plan_flags.no_plan_mutable,
-                  "The plan leaves mutable buffers unplanned");
     return sub;
   }
 };

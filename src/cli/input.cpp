@@ -32,6 +32,13 @@ std::pair<std::string, std::string> splitAssignment(const std::string& text, con
 
 }  // namespace
 
+void printWarnings(const std::vector<std::string>& warnings) {
+  if (warnings.empty()) return;
+  std::fprintf(stderr, "memplan: warning: %s", warnings.front().c_str());
+  if (warnings.size() > 1) std::fprintf(stderr, " (and %zu more like it)", warnings.size() - 1);
+  std::fprintf(stderr, "\n");
+}
+
 Bytes parseBytes(const std::string& text, const std::string& what) {
   static const std::pair<const char*, Bytes> kUnits[] = {
       {"GiB", Bytes{1} << 30}, {"MiB", Bytes{1} << 20}, {"KiB", Bytes{1} << 10},
@@ -188,11 +195,12 @@ GraphSpecs specsFromBuffers(const BufferList& list, Bytes alignment) {
 
 }  // namespace
 
-Plan skeletonPlan(const LoadedInput& in, const PlanFlags& flags) {
+Plan skeletonPlan(const LoadedInput& in, const PlanOptions& plan_options) {
   Plan plan;
+  plan.options = plan_options;
   if (in.model) {
-    PlanRequest r = makeRequest(flags, 16);
-    plan.options = r.options;
+    PlanRequest r;
+    r.options = plan_options;
     plan.graphs.resize(in.model->graphs.size());
     // Bodies of control-flow nodes plan their inputs only for map/scan.
     std::vector<PlanOptions> options(in.model->graphs.size(), r.options);
@@ -211,10 +219,8 @@ Plan skeletonPlan(const LoadedInput& in, const PlanFlags& flags) {
     plan.graphs.resize(1);
     plan.graphs[0].specs = in.spec_list->specs;
   } else {
-    PlanRequest r = makeRequest(flags, 1);
-    plan.options = r.options;
     plan.graphs.resize(1);
-    plan.graphs[0].specs = specsFromBuffers(*in.buffers, r.options.alignment);
+    plan.graphs[0].specs = specsFromBuffers(*in.buffers, plan_options.alignment);
   }
   return plan;
 }
