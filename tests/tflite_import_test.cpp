@@ -3,7 +3,9 @@
 #include <flatbuffers/flatbuffers.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 #include "memplan/algorithm.h"
@@ -625,10 +627,21 @@ TEST(TfliteImport, ExampleModelsPlanAndVerify) {
       EXPECT_TRUE(result.ok()) << facts.path << " " << algorithm << ": "
                                << (result.ok() ? "" : result.violations[0].message);
       EXPECT_GT(result.checked_allocations, 100u);
-      // No arena can be smaller than the peak of live bytes.
+      // No arena can be smaller than the peak of live bytes, nor than the
+      // largest activation; none needs more than all activations side by side.
       ASSERT_GE(plan.main().bufsizes.size(), 2u);
       ASSERT_FALSE(plan.main().pools.empty());
-      EXPECT_GE(plan.main().bufsizes[1], plan.main().pools[0].lower_bound);
+      const Bytes arena = plan.main().bufsizes[1];
+      EXPECT_GE(arena, plan.main().pools[0].lower_bound);
+      Bytes largest = 0, side_by_side = 0;
+      for (const Tensor& t : m.tensors) {
+        if (t.kind != TensorKind::Activation) continue;
+        largest = std::max(largest, t.nbytes);
+        side_by_side += (t.nbytes + 15) / 16 * 16;
+      }
+      EXPECT_GE(arena, largest) << facts.path;
+      EXPECT_LE(arena, side_by_side) << facts.path;
+      EXPECT_LT(arena, side_by_side / 4) << facts.path;  // these CNNs reuse >75%
       ++planned;
     }
   }
@@ -650,6 +663,34 @@ TEST(TfliteImport, ControlFlowModelPlansAndVerifies) {
   const Plan plan = planModel(m, request);
   EXPECT_TRUE(verifyPlan(plan).ok());
   ASSERT_EQ(plan.graphs.size(), 3u);
+}
+
+// ---------------------------------------------------------------------------
+// The command line: `memplan plan model.tflite`.
+
+TEST(TfliteCli, PlansModelsAndRejectsBrokenFiles) {
+  const auto dir = test::tempDir("tflite-cli");
+  SubgraphDesc main = unary("main");
+  main.tensors.push_back({{}, 6, 0, "c", false});
+  main.ops.push_back({1, {2, 1}, {1}, kIfOptions, {1, 2}});
+  const std::string control_flow = buildModel(kOpcodes, {main, unary("a"), unary("b")}, {""});
+  {
+    std::ofstream(dir / "cf.tflite", std::ios::binary) << control_flow;
+    std::ofstream(dir / "broken.tflite", std::ios::binary) << control_flow.substr(0, 60);
+  }
+  const test::CliResult ok = test::runCli("plan " + (dir / "cf.tflite").string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  const test::CliResult bad = test::runCli("plan " + (dir / "broken.tflite").string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("broken.tflite: "), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+
+  const auto model = test::modelsDir() / kModels[0].path;
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "model not fetched";
+  const test::CliResult real = test::runCli("plan " + model.string());
+  EXPECT_EQ(real.exit_code, 0) << real.err;
+  EXPECT_NE(real.out.find("face_detection_short_range.tflite"), std::string::npos) << real.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

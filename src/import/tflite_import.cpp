@@ -553,8 +553,11 @@ class TfliteImporter {
         std::any_of(x.shape.begin(), x.shape.end(), [](std::int64_t d) { return d < 0; });
     if (unknown_dim) {
       if (options_.unknown_size_bytes == 0)
-        r_.fail(t, w, fmt::format("'{}' has an unknown dimension in shape [{}] (give a size for "
-                                  "tensors of unknown size)", x.name, fmt::join(x.shape, ",")));
+        r_.fail(t, w, fmt::format("'{}' has an unknown dimension in shape [{}] (plan it at an "
+                                  "upper bound with --unknown-size-bytes N)", x.name,
+                                  fmt::join(x.shape, ",")));
+      if (options_.unknown_size_bytes > kMaxBytes)
+        r_.fail(t, w, "--unknown-size-bytes is too large");
       x.nbytes = options_.unknown_size_bytes;
       return x;
     }
