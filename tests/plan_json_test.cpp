@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <iostream>
+
 #include "memplan/io.h"
 #include "memplan/plan.h"
 #include "memplan/verify.h"
@@ -299,6 +301,45 @@ TEST(PlanJson, SpecListPlanMatchesTheCaseExpectedBlock) {
     EXPECT_EQ(back.main().allocations.size(), plan.main().allocations.size());
     EXPECT_EQ(back.main().bufsizes, c.expected_bufsizes);
   }
+}
+
+// `memplan import MODEL -o graph.json`, then planning graph.json, gives the
+// plan of the model itself, byte for byte.
+TEST(PlanJson, ImportedGraphPlansLikeTheModel) {
+  const fs::path dir = test::tempDir("import-roundtrip");
+  std::vector<std::pair<fs::path, std::string>> inputs = {
+      {test::sourceDir() / "examples/graphs/mlp.json", ""}};
+  const fs::path models = test::modelsDir();
+  for (const char* m : {"face_detection/face_detection_full_range_sparse.tflite",
+                        "onnx-node/test_loop11.onnx", "onnx-node/test_if.onnx"})
+    if (fs::exists(models / m)) inputs.emplace_back(models / m, "--unknown-size-bytes 4096");
+  if (inputs.size() == 1) std::cerr << "example models not fetched: checking mlp.json only\n";
+  for (const auto& [model, flags] : inputs) {
+    const std::string name = model.filename().string();
+    const fs::path graph = dir / (name + ".graph.json");
+    const fs::path direct = dir / (name + ".plan1.json");
+    const fs::path via = dir / (name + ".plan2.json");
+    const bool onnx = model.extension() == ".onnx";
+    auto r = test::runCli("import '" + model.string() + "' " + (onnx ? flags : "") + " -o '" +
+                          graph.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    r = test::runCli("plan -q '" + model.string() + "' " + (onnx ? flags : "") + " -o '" +
+                     direct.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    r = test::runCli("plan -q '" + graph.string() + "' -o '" + via.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    const std::string plan = readFile(direct);
+    EXPECT_EQ(readFile(via), plan) << name;
+    EXPECT_NE(plan.find("\"allocations\""), std::string::npos);
+    // Importing the graph JSON again writes the same file.
+    const fs::path again = dir / (name + ".graph2.json");
+    r = test::runCli("import '" + graph.string() + "' -o '" + again.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_EQ(readFile(again), readFile(graph)) << name;
+    r = test::runCli("verify '" + graph.string() + "' '" + via.string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
