@@ -131,6 +131,21 @@ TEST(Csv, WriterKeepsAlignmentAndRejectsUnwritableIds) {
             "id,lower,upper,size,alignment,offset\na,0,2,8,8,0\nb,1,2,3,1,8\n");
   list.ids[1] = "b,c";
   EXPECT_THROW(writeMiniMallocCsv(list, {0, 8}), InputError);
+  list.ids[1] = "a";
+  try {
+    writeMiniMallocCsv(list, {0, 8});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "buffer 1: id 'a' is not unique and cannot be written to CSV");
+  }
+  list.ids[1] = "";
+  try {
+    writeMiniMallocCsv(list, {0, 8});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "buffer 1: id '' cannot be written to CSV (empty, comma, line break or edge space)");
+  }
   EXPECT_THROW(writeMiniMallocCsv(list, {0}), std::invalid_argument);
 }
 

@@ -202,6 +202,8 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
   bool aligned = false;
   for (const Buffer& b : buffers) aligned |= b.alignment > 1;
 
+  std::unordered_set<std::string> written;
+  written.reserve(buffers.size());
   std::string out = "id,lower,upper,size";
   if (aligned) out += ",alignment";
   if (!offsets.empty()) out += ",offset";
@@ -215,6 +217,10 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
         trim(id).size() != id.size())
       throw InputError("buffer " + std::to_string(i) + ": id '" + shown(id) +
                        "' cannot be written to CSV (empty, comma, line break or edge space)");
+    // The reader refuses duplicate ids: never write a file it cannot read.
+    if (!written.insert(id).second)
+      throw InputError("buffer " + std::to_string(i) + ": id '" + shown(id) +
+                       "' is not unique and cannot be written to CSV");
     out += id;
     out += ',' + std::to_string(b.start) + ',' + std::to_string(b.end) + ',' +
            std::to_string(b.size);
