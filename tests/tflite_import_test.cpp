@@ -308,7 +308,8 @@ struct OpcodeDesc {
 
 std::string buildModel(const std::vector<OpcodeDesc>& opcodes,
                        const std::vector<SubgraphDesc>& subgraphs,
-                       const std::vector<std::string>& buffers, std::uint32_t version = 3) {
+                       const std::vector<std::string>& buffers, std::uint32_t version = 3,
+                       const std::vector<std::pair<std::uint64_t, std::uint64_t>>& external = {}) {
   fb::FlatBufferBuilder b;
   using Off = fb::Offset<fb::Table>;
   std::vector<Off> buffer_offsets;
@@ -318,6 +319,12 @@ std::string buildModel(const std::vector<OpcodeDesc>& opcodes,
                                                    data.size());
     const auto start = b.StartTable();
     if (!data.empty()) b.AddOffset(F(0), vec);
+    buffer_offsets.push_back(Off(b.EndTable(start)));
+  }
+  for (const auto& [offset, size] : external) {  // large-model buffers: offset, size
+    const auto start = b.StartTable();
+    b.AddElement<std::uint64_t>(F(1), offset, 0);
+    b.AddElement<std::uint64_t>(F(2), size, 0);
     buffer_offsets.push_back(Off(b.EndTable(start)));
   }
   std::vector<Off> opcode_offsets;
@@ -517,6 +524,55 @@ TEST(TfliteImport, SubgraphCycleIsRejected) {
   // Referencing the main graph from a body is a cycle too.
   body.ops.back().option_fields = {0, 0};
   EXPECT_THROW(import(buildModel(kOpcodes, {main, body}, {""})), InputError);
+}
+
+TEST(TfliteImport, NestingDepthIsBounded) {
+  // main -> 1 -> 2 -> ... each through CALL_ONCE: 64 levels below main are
+  // accepted, 65 are not.
+  const auto chain = [](int levels) {
+    std::vector<SubgraphDesc> sgs;
+    for (int k = 0; k <= levels; ++k) {
+      SubgraphDesc sg = unary("level" + std::to_string(k));
+      if (k < levels) sg.ops.push_back({3, {}, {}, kCallOnceOptions, {k + 1}});
+      sgs.push_back(sg);
+    }
+    return buildModel(kOpcodes, sgs, {""});
+  };
+  const Model m = import(chain(64));
+  ASSERT_EQ(m.graphs.size(), 65u);
+  EXPECT_EQ(m.graphs[64].parent, 63);
+  EXPECT_EQ(m.graphs[64].parent_node, 1);  // after the ADD
+  try {
+    import(chain(65));
+    FAIL() << "accepted 65 levels";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TfliteImport, BuffersOutsideTheFlatbufferAreConstants) {
+  // Models above 2 GB keep weights after the flatbuffer: Buffer{offset, size}
+  // with offset > 1. Here buffer 1 points at 32 bytes inside the file.
+  SubgraphDesc main = unary("main");
+  main.tensors.push_back({{8}, 0, 1, "weight", false});
+  main.ops[0].inputs = {0, 2};
+  const std::string ok = buildModel(kOpcodes, {main}, {""}, 3, {{8, 32}});
+  const Model m = import(ok);
+  EXPECT_EQ(m.tensors[2].kind, TensorKind::Constant);
+  EXPECT_EQ(m.tensors[2].nbytes, 32u);
+  // Offsets 0 and 1 mean "unset": an activation.
+  EXPECT_EQ(import(buildModel(kOpcodes, {main}, {""}, 3, {{1, 32}})).tensors[2].kind,
+            TensorKind::Activation);
+  try {
+    import(buildModel(kOpcodes, {main}, {""}, 3, {{1ull << 40, 32}}));
+    FAIL() << "accepted a buffer outside the file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer 1: data at offset 1099511627776 size 32 lies "
+                                         "outside the file"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(import(buildModel(kOpcodes, {main}, {""}, 3, {{8, ~0ull - 4}})), InputError);
 }
 
 TEST(TfliteImport, BadIndicesAreOneLineErrors) {

@@ -93,6 +93,7 @@ constexpr std::size_t kMaxSubgraphs = 1 << 16;
 constexpr std::size_t kMaxTensors = 1 << 22;     // over all subgraphs
 constexpr std::size_t kMaxOperators = 1 << 22;   // over all subgraphs
 constexpr std::size_t kMaxRank = 64;
+constexpr std::size_t kMaxNesting = 64;          // control-flow depth below main
 // Offsets may share one table, vector or string among many owners, so what
 // memplan builds can outgrow the file. Bytes materialized (tensors, nodes,
 // names, shapes, indices) are charged against 256 MiB + 4 x the file size.
@@ -367,16 +368,22 @@ class TfliteImporter {
     const std::size_t n = subgraphs_->size();
     raw_.resize(n);
     loaded_.assign(n, false);
+    std::vector<std::size_t> depth(n, 0);  // breadth-first: the shortest nesting
     std::deque<std::int32_t> queue{0};
     loaded_[0] = true;
     while (!queue.empty()) {
       const std::int32_t s = queue.front();
       queue.pop_front();
       readSubgraph(s);
-      for (const RawOp& op : raw_[s].ops)
-        for (std::int32_t b : op.bodies)
+      for (std::size_t i = 0; i < raw_[s].ops.size(); ++i)
+        for (std::int32_t b : raw_[s].ops[i].bodies)
           if (!loaded_[b]) {
             loaded_[b] = true;
+            depth[b] = depth[s] + 1;
+            if (depth[b] > kMaxNesting)
+              throw InputError(fmt::format(
+                  "{}: byte {}: subgraph {} operator {}: control flow nested deeper than {}",
+                  source_, raw_[s].op_pos[i], s, i, kMaxNesting));
             queue.push_back(b);
           }
     }
