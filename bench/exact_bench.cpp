@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     first_file = 2;
   }
   if (const char* v = std::getenv("EXACT_UNALLOCATED_FLOOR")) params.unallocated_floor = v[0] == '1';
+  if (const char* v = std::getenv("EXACT_JITTER")) params.restart_jitter = std::atof(v);
   std::vector<fs::path> files;
   for (int i = first_file; i < argc; ++i) files.emplace_back(argv[i]);
   if (files.empty()) {

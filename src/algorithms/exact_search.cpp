@@ -186,20 +186,25 @@ class Searcher {
     for (SectionIdx s = 0; s < num_sections_; ++s)
       if (base_ + total_[s] > capacity_) return Status::kNotFound;
     std::uint64_t budget = p_.node_limit;
-    if (!p_.restarts) return attempt(0, budget);
+    if (!p_.restarts) return attempt(0, 0, budget);
     std::uint64_t limit = p_.restart_first_limit > 0
                               ? p_.restart_first_limit
                               : 2 * std::max<std::uint64_t>(1, size_.size());
-    while (true) {
-      for (int h = 0; h < kNumPreorders; ++h) {
+    for (std::uint64_t round = 0;; ++round) {
+      // Each round: the plain preorders (a deeper look at the same tree),
+      // then jittered ones (new trees) when jitter is on.
+      const int per_round = round > 0 && p_.restart_jitter > 0 ? 2 * kNumPreorders : kNumPreorders;
+      for (int a = 0; a < per_round; ++a) {
+        const int h = a % kNumPreorders;
         const std::uint64_t give = std::min(limit, budget);
         if (give == 0) return Status::kAborted;
         const std::uint64_t before = nodes_;
-        const Status st = attempt(h, give);
+        const Status st = attempt(h, a < kNumPreorders ? 0 : round, give);
         budget -= std::min(budget, nodes_ - before);
         if (st != Status::kAborted || timed_out_) return st;
       }
-      limit = limit > (std::numeric_limits<std::uint64_t>::max() >> 2) ? limit : limit * 2;
+      const double grow = std::max(1.0, p_.restart_growth);
+      limit = limit > (std::numeric_limits<std::uint64_t>::max() >> 2) ? limit : static_cast<std::uint64_t>(static_cast<double>(limit) * grow) + 1;
     }
   }
 
@@ -235,14 +240,27 @@ class Searcher {
     return x;
   }
 
-  void buildPreorder(int h) {
+  // Round 0 uses the plain keys; later rounds scale every key by a
+  // deterministic pseudo-random factor in [1 - j/2, 1 + j/2] (j =
+  // restart_jitter) so a restart explores different tie-breaks.
+  void buildPreorder(int h, std::uint64_t round) {
     const Idx m = static_cast<Idx>(size_.size());
     std::iota(pre_item_.begin(), pre_item_.end(), 0);
+    auto noise = [&](Idx i, int k) {
+      if (round == 0 || p_.restart_jitter <= 0) return 1.0;
+      std::uint64_t z = round * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(i) * 0xbf58476d1ce4e5b9ULL +
+                        static_cast<std::uint64_t>(h * 3 + k) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      z *= 0xd6e8feb86659fd93ULL;
+      z ^= z >> 32;
+      const double u = static_cast<double>(z >> 11) / static_cast<double>(1ULL << 53);
+      return 1.0 + p_.restart_jitter * (u - 0.5);
+    };
     auto key = [&](Key k, Idx i) -> double {
       switch (k) {
-        case Key::kTotal: return static_cast<double>(max_total_[i]);
-        case Key::kLength: return static_cast<double>(length_[i]);
-        case Key::kArea: return area_[i];
+        case Key::kTotal: return static_cast<double>(max_total_[i]) * noise(i, 0);
+        case Key::kLength: return static_cast<double>(length_[i]) * noise(i, 1);
+        case Key::kArea: return area_[i] * noise(i, 2);
       }
       return 0;
     };
@@ -256,8 +274,8 @@ class Searcher {
     for (Idx k = 0; k < m; ++k) item_pre_[pre_item_[k]] = k;
   }
 
-  Status attempt(int h, std::uint64_t limit) {
-    buildPreorder(h);
+  Status attempt(int h, std::uint64_t round, std::uint64_t limit) {
+    buildPreorder(h, round);
     nodes_left_ = limit;
     sol_.assign(size_.size(), 0);
     arena_.clear();
@@ -616,7 +634,10 @@ ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>
     Bytes cap = lo;
     if (!first) cap = lo + ((best_height - g - lo) / g / 2) * g;
     first = false;
-    probe.node_limit = budget;
+    // Half the budget for the bound itself, then a third of what is left
+    // per probe: an undecided probe must not starve the bisection.
+    probe.node_limit = cap == lo && lo_proven ? std::max<std::uint64_t>(budget / 2, 1)
+                                              : std::max<std::uint64_t>(budget / 3, std::min<std::uint64_t>(budget, 20000));
     ExactResult r = solveMerged(mp, cap, probe, exact_merge);
     out.nodes += r.nodes;
     budget -= std::min(budget, r.nodes);

@@ -54,8 +54,13 @@ struct ExactParams {
   // Restart with growing node limits and varied tie-breaks.
   bool restarts = true;
   // Node limit of the first round of attempts when restarts is on (0 = two
-  // per buffer); doubles every round of preorders.
+  // per buffer); grows by restart_growth every round.
   std::uint64_t restart_first_limit = 0;
+  // Node limit growth per round of restarts.
+  double restart_growth = 1.5;
+  // Relative noise on the preorder keys from the second round on (0 = the
+  // same preorders every round).
+  double restart_jitter = 0.3;
   // Optional wall-clock cap on top of the node limit (0 = none).
   double time_limit_seconds = 0;
   // minimizeHeight: above this many buffers, search a window of the buffers
