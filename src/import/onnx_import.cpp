@@ -34,6 +34,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -58,6 +59,8 @@ constexpr int kProtoRecursionLimit = 100;
 constexpr int kMaxGraphDepth = 24;
 // Unknown-size tensors named in the error message.
 constexpr std::size_t kMaxListed = 10;
+// Rounds of shape inference + folding (each can size more Shape inputs).
+constexpr int kMaxFoldRounds = 8;
 
 // Keeps the first line of an exception message (ONNX errors span lines).
 std::string firstLine(std::string_view s) {
@@ -184,6 +187,660 @@ struct Scope {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Shape arithmetic folding.
+//
+// Exporters compute shapes at run time (Shape -> Gather -> Concat -> Reshape,
+// PyTorch's pad list built with ConstantOfShape/Slice/Transpose). ONNX's data
+// propagation covers only a few of these ops and does not cross into
+// control-flow bodies, so tensors downstream stay unsized. This pass
+// evaluates small integer tensors whose inputs are known (constants, or
+// shapes already inferred) and hands the values to shape inference as
+// Constant nodes in a scratch copy of the model; the import itself keeps the
+// original nodes. Budgets bound the work: elements per tensor and in total.
+
+constexpr std::size_t kMaxFoldElements = 4096;
+constexpr std::size_t kFoldBudget = std::size_t{1} << 20;  // elements, whole model
+
+bool isIntType(int t) {
+  return t == 2 || t == 3 || t == 4 || t == 5 || t == 6 || t == 7 || t == 9 || t == 12 ||
+         t == 13;
+}
+
+unsigned intTypeBytes(int t) {
+  switch (t) {
+    case 2: case 3: case 9: return 1;
+    case 4: case 5: return 2;
+    case 6: case 12: return 4;
+    default: return 8;
+  }
+}
+
+// Wraps a value to the width and signedness of ONNX integer type `t`.
+std::int64_t wrapTo(int t, std::int64_t v) {
+  switch (t) {
+    case 2: return static_cast<std::uint8_t>(v);
+    case 3: return static_cast<std::int8_t>(v);
+    case 4: return static_cast<std::uint16_t>(v);
+    case 5: return static_cast<std::int16_t>(v);
+    case 6: return static_cast<std::int32_t>(v);
+    case 9: return v != 0;
+    case 12: return static_cast<std::uint32_t>(v);
+    default: return v;
+  }
+}
+
+struct IntTensor {
+  int elem = 7;                      // ONNX data type, integer or bool
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> v;       // row-major values
+};
+
+std::optional<std::size_t> elementCount(const std::vector<std::int64_t>& dims) {
+  std::size_t n = 1;
+  for (auto d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > kMaxFoldElements / static_cast<std::size_t>(d)) return std::nullopt;
+    n *= static_cast<std::size_t>(d);
+  }
+  return n;
+}
+
+std::optional<IntTensor> fromProto(const ox::TensorProto& tp) {
+  if (!isIntType(tp.data_type()) || tp.data_location() == ox::TensorProto::EXTERNAL)
+    return std::nullopt;
+  IntTensor t;
+  t.elem = tp.data_type();
+  t.dims.assign(tp.dims().begin(), tp.dims().end());
+  auto n = elementCount(t.dims);
+  if (!n) return std::nullopt;
+  if (tp.has_raw_data()) {
+    const unsigned w = intTypeBytes(t.elem);
+    const std::string& raw = tp.raw_data();
+    if (raw.size() != *n * w) return std::nullopt;
+    for (std::size_t i = 0; i < *n; ++i) {
+      std::uint64_t u = 0;
+      for (unsigned b = 0; b < w; ++b)
+        u |= static_cast<std::uint64_t>(static_cast<unsigned char>(raw[i * w + b])) << (8 * b);
+      t.v.push_back(wrapTo(t.elem, static_cast<std::int64_t>(u)));
+    }
+  } else if (t.elem == 7) {
+    t.v.assign(tp.int64_data().begin(), tp.int64_data().end());
+  } else if (t.elem == 12 || t.elem == 13) {
+    for (auto u : tp.uint64_data()) t.v.push_back(wrapTo(t.elem, static_cast<std::int64_t>(u)));
+  } else {
+    for (auto x : tp.int32_data()) t.v.push_back(wrapTo(t.elem, x));
+  }
+  if (t.v.size() != *n) return std::nullopt;
+  return t;
+}
+
+ox::TensorProto toProto(const IntTensor& t) {
+  ox::TensorProto tp;
+  tp.set_data_type(t.elem);
+  for (auto d : t.dims) tp.add_dims(d);
+  for (auto x : t.v) {
+    if (t.elem == 7) tp.add_int64_data(x);
+    else if (t.elem == 12 || t.elem == 13) tp.add_uint64_data(static_cast<std::uint64_t>(x));
+    else tp.add_int32_data(static_cast<std::int32_t>(x));
+  }
+  return tp;
+}
+
+std::vector<std::size_t> stridesOf(const std::vector<std::int64_t>& dims) {
+  std::vector<std::size_t> s(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * static_cast<std::size_t>(dims[i]);
+  return s;
+}
+
+// Calls f(out_flat, index) for every multi-index of `dims`, row-major.
+template <class F>
+void forEachIndex(const std::vector<std::int64_t>& dims, F f) {
+  auto n = elementCount(dims);
+  if (!n || *n == 0) return;
+  std::vector<std::int64_t> idx(dims.size(), 0);
+  for (std::size_t flat = 0; flat < *n; ++flat) {
+    f(flat, idx);
+    for (std::size_t k = dims.size(); k-- > 0;) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+// numpy broadcasting of several inputs; f(values) -> output value.
+template <class F>
+std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in, int elem, F f) {
+  std::size_t rank = 0;
+  for (const auto* t : in) rank = std::max(rank, t->dims.size());
+  IntTensor out;
+  out.elem = elem;
+  out.dims.assign(rank, 1);
+  for (const auto* t : in)
+    for (std::size_t k = 0; k < t->dims.size(); ++k) {
+      auto& o = out.dims[rank - t->dims.size() + k];
+      const auto d = t->dims[k];
+      if (d == o || d == 1) continue;
+      if (o != 1) return std::nullopt;
+      o = d;
+    }
+  auto n = elementCount(out.dims);
+  if (!n) return std::nullopt;
+  std::vector<std::vector<std::size_t>> strides;
+  for (const auto* t : in) {
+    auto s = stridesOf(t->dims);
+    std::vector<std::size_t> full(rank, 0);
+    for (std::size_t k = 0; k < t->dims.size(); ++k)
+      if (t->dims[k] != 1) full[rank - t->dims.size() + k] = s[k];
+    strides.push_back(std::move(full));
+  }
+  out.v.resize(*n);
+  std::vector<std::int64_t> args(in.size());
+  bool ok = true;
+  forEachIndex(out.dims, [&](std::size_t flat, const std::vector<std::int64_t>& idx) {
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      std::size_t off = 0;
+      for (std::size_t k = 0; k < rank; ++k) off += static_cast<std::size_t>(idx[k]) * strides[i][k];
+      args[i] = in[i]->v[off];
+    }
+    auto r = f(args);
+    if (!r) ok = false;
+    else out.v[flat] = wrapTo(elem, *r);
+  });
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::int64_t attrInt(const ox::NodeProto& n, const std::string& name, std::int64_t fallback) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name && a.type() == ox::AttributeProto::INT) return a.i();
+  return fallback;
+}
+const ox::AttributeProto* attrOf(const ox::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+// Normalizes a possibly negative axis; nullopt when out of range.
+std::optional<std::size_t> axisOf(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+class ShapeFolder {
+ public:
+  struct Scope {
+    const Scope* outer = nullptr;
+    std::unordered_map<std::string, IntTensor> values;
+    std::unordered_map<std::string, const ox::TypeProto*> types;
+    const IntTensor* value(const std::string& name) const {
+      for (const Scope* s = this; s; s = s->outer) {
+        auto it = s->values.find(name);
+        if (it != s->values.end()) return &it->second;
+        if (s->types.count(name)) return nullptr;  // defined here, not constant
+      }
+      return nullptr;
+    }
+    const ox::TypeProto* type(const std::string& name) const {
+      for (const Scope* s = this; s; s = s->outer) {
+        auto it = s->types.find(name);
+        if (it != s->types.end()) return it->second;
+      }
+      return nullptr;
+    }
+  };
+
+  // Folds what it can in `g` (and its bodies); returns how many nodes became
+  // Constant nodes.
+  std::size_t fold(ox::GraphProto* g, const Scope* outer, int depth) {
+    if (depth > kMaxGraphDepth) return 0;
+    Scope scope;
+    scope.outer = outer;
+    for (const auto* list : {&g->input(), &g->value_info(), &g->output()})
+      for (const auto& vi : *list)
+        if (vi.has_type()) scope.types.emplace(vi.name(), &vi.type());
+    for (const auto& init : g->initializer()) {
+      scope.types.emplace(init.name(), nullptr);
+      if (auto t = fromProto(init)) remember(scope, init.name(), std::move(*t));
+    }
+    std::size_t changed = 0;
+    for (auto& n : *g->mutable_node()) {
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) changed += fold(a.mutable_g(), &scope, depth + 1);
+        for (auto& sub : *a.mutable_graphs()) changed += fold(&sub, &scope, depth + 1);
+      }
+      if (isDefaultDomain(n.domain()) && n.op_type() == "If") changed += selectBranch(g, n, scope);
+      for (const auto& o : n.output()) scope.types.emplace(o, nullptr);
+      if (!isDefaultDomain(n.domain()) || n.output_size() != 1 || n.output(0).empty()) continue;
+      if (n.op_type() == "Constant") {
+        std::optional<IntTensor> t;
+        if (const auto* a = attrOf(n, "value"); a && a->has_t()) t = fromProto(a->t());
+        if (const auto* a = attrOf(n, "value_int")) t = IntTensor{7, {}, {a->i()}};
+        if (const auto* a = attrOf(n, "value_ints"); a && a->ints_size() <= int(kMaxFoldElements))
+          t = IntTensor{7, {a->ints_size()}, {a->ints().begin(), a->ints().end()}};
+        if (t) remember(scope, n.output(0), std::move(*t));
+        continue;
+      }
+      std::optional<IntTensor> r;
+      try {
+        r = eval(n, scope);
+      } catch (...) {
+        r.reset();  // a malformed node is simply not folded
+      }
+      if (!r || !remember(scope, n.output(0), *r)) continue;
+      // The scratch copy gets a Constant node in its place.
+      const std::string out = n.output(0);
+      const std::string name = n.name();
+      n.Clear();
+      n.set_name(name);
+      n.set_op_type("Constant");
+      n.add_output(out);
+      auto* a = n.add_attribute();
+      a->set_name("value");
+      a->set_type(ox::AttributeProto::TENSOR);
+      *a->mutable_t() = toProto(*r);
+      ++changed;
+    }
+    return changed;
+  }
+
+ private:
+  bool remember(Scope& scope, const std::string& name, IntTensor t) {
+    if (budget_ < t.v.size()) return false;
+    budget_ -= t.v.size();
+    scope.values[name] = std::move(t);
+    return true;
+  }
+
+  // Fully known shape of `name`, from the inferred types.
+  static std::optional<std::vector<std::int64_t>> knownShape(const Scope& s,
+                                                             const std::string& name) {
+    const auto* t = s.type(name);
+    if (!t || !t->has_tensor_type()) return std::nullopt;
+    ShapeInfo info = shapeOf(t->tensor_type());
+    if (!info.complete()) return std::nullopt;
+    return info.dims;
+  }
+
+  // An If whose condition is known yields its live branch's outputs. ONNX
+  // merges both branches and loses the shape when they differ (PyTorch's
+  // "squeeze if the dim is 1" pattern), so the live branch's output types are
+  // given to the parent as value_info for the next round.
+  std::size_t selectBranch(ox::GraphProto* g, const ox::NodeProto& n, Scope& scope) {
+    if (n.input_size() < 1) return 0;
+    const IntTensor* cond = scope.value(n.input(0));
+    if (!cond || cond->v.size() != 1) return 0;
+    const auto* live = attrOf(n, cond->v[0] ? "then_branch" : "else_branch");
+    if (const auto* other = attrOf(n, cond->v[0] ? "else_branch" : "then_branch");
+        other && other->has_g())
+      dead.insert(&other->g());
+    if (!live || !live->has_g() || live->g().output_size() != n.output_size()) return 0;
+    std::size_t added = 0;
+    auto complete = [](const ox::TypeProto* t) {
+      return t && t->has_tensor_type() && t->tensor_type().elem_type() != 0 &&
+             shapeOf(t->tensor_type()).complete();
+    };
+    const ox::GraphProto& body = live->g();
+    for (int k = 0; k < n.output_size(); ++k) {
+      // The body's declared output, else what inference recorded for that
+      // name inside the body, else an outer value the body passes through.
+      const std::string& inner = body.output(k).name();
+      const ox::TypeProto* bt = &body.output(k).type();
+      for (const auto& vi : body.value_info())
+        if (!complete(bt) && vi.name() == inner) bt = &vi.type();
+      if (!complete(bt)) bt = scope.type(inner);
+      if (n.output(k).empty() || !complete(bt)) continue;
+      const auto* have = scope.type(n.output(k));
+      if (have && have->has_tensor_type() && shapeOf(have->tensor_type()).complete()) continue;
+      ox::ValueInfoProto* vi = nullptr;
+      for (auto& cand : *g->mutable_value_info())
+        if (cand.name() == n.output(k)) vi = &cand;
+      if (!vi) {
+        vi = g->add_value_info();
+        vi->set_name(n.output(k));
+      }
+      *vi->mutable_type() = *bt;
+      scope.types[n.output(k)] = &vi->type();
+      ++added;
+    }
+    return added;
+  }
+
+  static std::vector<std::int64_t> intsAttr(const ox::NodeProto& n, const std::string& name) {
+    const auto* a = attrOf(n, name);
+    if (!a) return {};
+    return {a->ints().begin(), a->ints().end()};
+  }
+
+  std::optional<IntTensor> eval(const ox::NodeProto& n, const Scope& s) {
+    const std::string& op = n.op_type();
+    std::vector<const IntTensor*> in;
+    bool all = true;
+    for (const auto& name : n.input()) {
+      const IntTensor* t = name.empty() ? nullptr : s.value(name);
+      if (!t) all = false;
+      in.push_back(t);
+    }
+    auto input = [&](std::size_t i) -> const IntTensor* { return i < in.size() ? in[i] : nullptr; };
+
+    if (op == "Shape" || op == "Size") {
+      if (n.input_size() < 1) return std::nullopt;
+      auto shape = knownShape(s, n.input(0));
+      if (!shape) return std::nullopt;
+      if (op == "Size") {
+        std::int64_t p = 1;
+        for (auto d : *shape) p *= d;
+        return IntTensor{7, {}, {p}};
+      }
+      const auto r = static_cast<std::int64_t>(shape->size());
+      std::int64_t start = attrInt(n, "start", 0), end = attrInt(n, "end", r);
+      if (start < 0) start += r;
+      if (end < 0) end += r;
+      start = std::clamp<std::int64_t>(start, 0, r);
+      end = std::clamp<std::int64_t>(end, start, r);
+      IntTensor t{7, {end - start}, {shape->begin() + start, shape->begin() + end}};
+      return t;
+    }
+    if (op == "ConstantOfShape") {
+      if (!input(0) || input(0)->dims.size() != 1) return std::nullopt;
+      IntTensor t{7, input(0)->v, {}};
+      std::int64_t fill = 0;
+      if (const auto* a = attrOf(n, "value"); a && a->has_t()) {
+        auto v = fromProto(a->t());
+        if (!v || v->v.size() != 1) return std::nullopt;
+        t.elem = v->elem;
+        fill = v->v[0];
+      } else {
+        return std::nullopt;  // default is float 0
+      }
+      auto count = elementCount(t.dims);
+      if (!count) return std::nullopt;
+      t.v.assign(*count, fill);
+      return t;
+    }
+    if (op == "Range") {
+      if (!all || in.size() != 3) return std::nullopt;
+      for (auto* t : in)
+        if (t->v.size() != 1) return std::nullopt;
+      const std::int64_t start = in[0]->v[0], limit = in[1]->v[0], delta = in[2]->v[0];
+      if (delta == 0) return std::nullopt;
+      const double count = std::ceil(static_cast<double>(limit - start) / static_cast<double>(delta));
+      if (!(count <= double(kMaxFoldElements))) return std::nullopt;
+      IntTensor t{in[0]->elem, {}, {}};
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(std::max(0.0, count)); ++i)
+        t.v.push_back(start + i * delta);
+      t.dims = {static_cast<std::int64_t>(t.v.size())};
+      return t;
+    }
+    if (!input(0)) return std::nullopt;
+    const IntTensor& x = *in[0];
+
+    if (op == "Identity") return x;
+    if (op == "Cast") {
+      const int to = static_cast<int>(attrInt(n, "to", 0));
+      if (!isIntType(to)) return std::nullopt;
+      IntTensor t = x;
+      t.elem = to;
+      for (auto& v : t.v) v = wrapTo(to, v);
+      return t;
+    }
+    if (op == "Neg" || op == "Abs" || op == "Not") {
+      IntTensor t = x;
+      for (auto& v : t.v)
+        v = op == "Neg" ? wrapTo(t.elem, -v) : op == "Abs" ? wrapTo(t.elem, v < 0 ? -v : v) : !v;
+      return t;
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
+        op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
+        op == "And" || op == "Or" || op == "Max" || op == "Min" || op == "Where") {
+      if (!all || in.size() < 2) return std::nullopt;
+      const bool cmp = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                       op == "GreaterOrEqual" || op == "And" || op == "Or";
+      const int elem = cmp ? 9 : (op == "Where" ? (in.size() == 3 ? in[1]->elem : 7) : x.elem);
+      if (op == "Where" && in.size() != 3) return std::nullopt;
+      if ((op == "Max" || op == "Min") && in.size() != 2) return std::nullopt;
+      auto u = [](std::int64_t a) { return static_cast<std::uint64_t>(a); };
+      return broadcast(in, elem, [&](const std::vector<std::int64_t>& a) -> std::optional<std::int64_t> {
+        if (op == "Add") return static_cast<std::int64_t>(u(a[0]) + u(a[1]));
+        if (op == "Sub") return static_cast<std::int64_t>(u(a[0]) - u(a[1]));
+        if (op == "Mul") return static_cast<std::int64_t>(u(a[0]) * u(a[1]));
+        if (op == "Div") {
+          if (a[1] == 0 || (a[1] == -1 && a[0] == std::numeric_limits<std::int64_t>::min()))
+            return std::nullopt;
+          return a[0] / a[1];
+        }
+        if (op == "Equal") return a[0] == a[1];
+        if (op == "Less") return a[0] < a[1];
+        if (op == "Greater") return a[0] > a[1];
+        if (op == "LessOrEqual") return a[0] <= a[1];
+        if (op == "GreaterOrEqual") return a[0] >= a[1];
+        if (op == "And") return a[0] && a[1];
+        if (op == "Or") return a[0] || a[1];
+        if (op == "Max") return std::max(a[0], a[1]);
+        if (op == "Min") return std::min(a[0], a[1]);
+        return a[0] ? a[1] : a[2];  // Where
+      });
+    }
+    if (op == "Reshape") {
+      if (!input(1)) return std::nullopt;
+      const bool allowzero = attrInt(n, "allowzero", 0) != 0;
+      std::vector<std::int64_t> dims = in[1]->v;
+      int infer = -1;
+      std::int64_t known = 1;
+      for (std::size_t k = 0; k < dims.size(); ++k) {
+        if (dims[k] == 0 && !allowzero) {
+          if (k >= x.dims.size()) return std::nullopt;
+          dims[k] = x.dims[k];
+        }
+        if (dims[k] == -1) {
+          if (infer >= 0) return std::nullopt;
+          infer = static_cast<int>(k);
+        } else if (dims[k] < 0) {
+          return std::nullopt;
+        } else {
+          known *= dims[k];
+        }
+      }
+      const auto total = static_cast<std::int64_t>(x.v.size());
+      if (infer >= 0) {
+        if (known == 0 || total % known) return std::nullopt;
+        dims[static_cast<std::size_t>(infer)] = total / known;
+      }
+      auto count = elementCount(dims);
+      if (!count || *count != x.v.size()) return std::nullopt;
+      return IntTensor{x.elem, dims, x.v};
+    }
+    if (op == "Flatten") {
+      auto axis = axisOf(attrInt(n, "axis", 1), x.dims.size() + 1);
+      if (!axis) return std::nullopt;
+      std::int64_t a = 1, b = 1;
+      for (std::size_t k = 0; k < x.dims.size(); ++k) (k < *axis ? a : b) *= x.dims[k];
+      return IntTensor{x.elem, {a, b}, x.v};
+    }
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      std::vector<std::int64_t> axes = intsAttr(n, "axes");
+      if (!attrOf(n, "axes") && input(1)) axes = in[1]->v;
+      else if (!attrOf(n, "axes") && n.input_size() > 1 && !n.input(1).empty()) return std::nullopt;
+      IntTensor t = x;
+      if (op == "Unsqueeze") {
+        const std::size_t rank = x.dims.size() + axes.size();
+        std::vector<bool> is_new(rank, false);
+        for (auto a : axes) {
+          auto ax = axisOf(a, rank);
+          if (!ax || is_new[*ax]) return std::nullopt;
+          is_new[*ax] = true;
+        }
+        t.dims.clear();
+        std::size_t src = 0;
+        for (std::size_t k = 0; k < rank; ++k) t.dims.push_back(is_new[k] ? 1 : x.dims[src++]);
+      } else {
+        std::vector<bool> drop(x.dims.size(), false);
+        for (std::size_t k = 0; k < x.dims.size(); ++k) drop[k] = axes.empty() && x.dims[k] == 1;
+        for (auto a : axes) {
+          auto ax = axisOf(a, x.dims.size());
+          if (!ax || x.dims[*ax] != 1) return std::nullopt;
+          drop[*ax] = true;
+        }
+        t.dims.clear();
+        for (std::size_t k = 0; k < x.dims.size(); ++k)
+          if (!drop[k]) t.dims.push_back(x.dims[k]);
+      }
+      return t;
+    }
+    if (op == "Concat") {
+      if (!all) return std::nullopt;
+      auto axis = axisOf(attrInt(n, "axis", 0), x.dims.size());
+      if (!axis) return std::nullopt;
+      IntTensor t{x.elem, x.dims, {}};
+      t.dims[*axis] = 0;
+      for (const auto* p : in) {
+        if (p->dims.size() != x.dims.size() || p->elem != x.elem) return std::nullopt;
+        for (std::size_t k = 0; k < x.dims.size(); ++k)
+          if (k != *axis && p->dims[k] != x.dims[k]) return std::nullopt;
+        t.dims[*axis] += p->dims[*axis];
+      }
+      auto count = elementCount(t.dims);
+      if (!count) return std::nullopt;
+      // Outer blocks before the axis, each the concatenation of the inputs' rows.
+      std::size_t outer = 1;
+      for (std::size_t k = 0; k < *axis; ++k) outer *= static_cast<std::size_t>(x.dims[k]);
+      for (std::size_t o = 0; o < outer; ++o)
+        for (const auto* p : in) {
+          const std::size_t block = outer ? p->v.size() / outer : 0;
+          t.v.insert(t.v.end(), p->v.begin() + static_cast<std::ptrdiff_t>(o * block),
+                     p->v.begin() + static_cast<std::ptrdiff_t>((o + 1) * block));
+        }
+      if (t.v.size() != *count) return std::nullopt;
+      return t;
+    }
+    if (op == "Gather") {
+      if (!input(1)) return std::nullopt;
+      auto axis = axisOf(attrInt(n, "axis", 0), x.dims.size());
+      if (!axis) return std::nullopt;
+      const IntTensor& idx = *in[1];
+      IntTensor t{x.elem, {}, {}};
+      t.dims.assign(x.dims.begin(), x.dims.begin() + static_cast<std::ptrdiff_t>(*axis));
+      t.dims.insert(t.dims.end(), idx.dims.begin(), idx.dims.end());
+      t.dims.insert(t.dims.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(*axis) + 1, x.dims.end());
+      auto count = elementCount(t.dims);
+      if (!count) return std::nullopt;
+      const auto xs = stridesOf(x.dims);
+      const std::int64_t extent = x.dims[*axis];
+      bool ok = true;
+      t.v.resize(*count);
+      const std::size_t q = idx.dims.size();
+      forEachIndex(t.dims, [&](std::size_t flat, const std::vector<std::int64_t>& oi) {
+        std::size_t ii = 0;
+        for (std::size_t k = 0; k < q; ++k)
+          ii = ii * static_cast<std::size_t>(idx.dims[k]) + static_cast<std::size_t>(oi[*axis + k]);
+        std::int64_t j = idx.v[ii];
+        if (j < 0) j += extent;
+        if (j < 0 || j >= extent) {
+          ok = false;
+          return;
+        }
+        std::size_t off = 0;
+        for (std::size_t k = 0; k < x.dims.size(); ++k) {
+          const std::int64_t c = k < *axis ? oi[k] : k == *axis ? j : oi[k + q - 1];
+          off += static_cast<std::size_t>(c) * xs[k];
+        }
+        t.v[flat] = x.v[off];
+      });
+      if (!ok) return std::nullopt;
+      return t;
+    }
+    if (op == "Slice") {
+      std::vector<std::int64_t> starts, ends, axes, steps;
+      if (attrOf(n, "starts")) {
+        starts = intsAttr(n, "starts");
+        ends = intsAttr(n, "ends");
+        axes = intsAttr(n, "axes");
+      } else {
+        if (!input(1) || !input(2)) return std::nullopt;
+        if (n.input_size() > 3 && !n.input(3).empty() && !input(3)) return std::nullopt;
+        if (n.input_size() > 4 && !n.input(4).empty() && !input(4)) return std::nullopt;
+        starts = in[1]->v;
+        ends = in[2]->v;
+        if (input(3)) axes = in[3]->v;
+        if (input(4)) steps = in[4]->v;
+      }
+      if (axes.empty())
+        for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+      if (steps.empty()) steps.assign(starts.size(), 1);
+      if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+        return std::nullopt;
+      const std::size_t r = x.dims.size();
+      std::vector<std::int64_t> b(r, 0), st(r, 1), len = x.dims;
+      for (std::size_t i = 0; i < starts.size(); ++i) {
+        auto ax = axisOf(axes[i], r);
+        if (!ax || steps[i] == 0) return std::nullopt;
+        const std::int64_t d = x.dims[*ax], step = steps[i];
+        auto clampIdx = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+          if (v < 0) v += d;
+          return std::clamp(v, lo, hi);
+        };
+        std::int64_t s0, e0;
+        if (step > 0) {
+          s0 = clampIdx(starts[i], 0, d);
+          e0 = clampIdx(ends[i], 0, d);
+          len[*ax] = e0 > s0 ? (e0 - s0 + step - 1) / step : 0;
+        } else {
+          s0 = clampIdx(starts[i], -1, d - 1);
+          e0 = clampIdx(ends[i], -1, d - 1);
+          if (ends[i] < -d) e0 = -1;
+          len[*ax] = s0 > e0 ? (s0 - e0 - step - 1) / -step : 0;
+        }
+        b[*ax] = s0;
+        st[*ax] = step;
+      }
+      IntTensor t{x.elem, len, {}};
+      auto count = elementCount(len);
+      if (!count) return std::nullopt;
+      t.v.resize(*count);
+      const auto xs = stridesOf(x.dims);
+      forEachIndex(len, [&](std::size_t flat, const std::vector<std::int64_t>& oi) {
+        std::size_t off = 0;
+        for (std::size_t k = 0; k < r; ++k) off += static_cast<std::size_t>(b[k] + oi[k] * st[k]) * xs[k];
+        t.v[flat] = x.v[off];
+      });
+      return t;
+    }
+    if (op == "Transpose") {
+      const std::size_t r = x.dims.size();
+      std::vector<std::int64_t> perm = intsAttr(n, "perm");
+      if (perm.empty())
+        for (std::size_t k = 0; k < r; ++k) perm.push_back(static_cast<std::int64_t>(r - 1 - k));
+      if (perm.size() != r) return std::nullopt;
+      std::vector<bool> seen(r, false);
+      for (auto p : perm) {
+        if (p < 0 || p >= static_cast<std::int64_t>(r) || seen[static_cast<std::size_t>(p)])
+          return std::nullopt;
+        seen[static_cast<std::size_t>(p)] = true;
+      }
+      IntTensor t{x.elem, {}, std::vector<std::int64_t>(x.v.size())};
+      for (auto p : perm) t.dims.push_back(x.dims[static_cast<std::size_t>(p)]);
+      const auto xs = stridesOf(x.dims);
+      forEachIndex(t.dims, [&](std::size_t flat, const std::vector<std::int64_t>& oi) {
+        std::size_t off = 0;
+        for (std::size_t k = 0; k < r; ++k)
+          off += static_cast<std::size_t>(oi[k]) * xs[static_cast<std::size_t>(perm[k])];
+        t.v[flat] = x.v[off];
+      });
+      return t;
+    }
+    return std::nullopt;
+  }
+
+  std::size_t budget_ = kFoldBudget;
+
+ public:
+  // Branches of an If whose condition is known not to hold: they never run
+  // for the bound shapes (filled by the last fold()).
+  std::set<const ox::GraphProto*> dead;
+};
+
 class OnnxImporter {
  public:
   OnnxImporter(const std::string& source, const ImportOptions& options)
@@ -197,7 +854,7 @@ class OnnxImporter {
     inferShapes();
     out_.name = source_;
     Scope root;
-    importGraph(model_.graph(), kNone, kNone, root, "", 0);
+    importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
     sizeUnknown();
     if (options_.alias_views) markViews();
     validateModel(out_);  // names the file itself (Model::name)
@@ -361,15 +1018,26 @@ class OnnxImporter {
 
   // ---- 5. shape inference -------------------------------------------------
   void inferShapes() {
-    ox::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0,
-                                   /*enable_data_propagation=*/true);
-    try {
-      ox::shape_inference::InferShapes(model_, ox::OpSchemaRegistry::Instance(), opts);
-    } catch (const std::exception& e) {
-      fail("shape inference failed: " + firstLine(e.what()));
-    } catch (...) {
-      fail("shape inference failed");
+    // The scratch copy takes folded values as Constant nodes; model_ keeps
+    // the real nodes. Each round can size more Shape inputs, so repeat while
+    // folding makes progress (bounded).
+    typed_ = model_;
+    ShapeFolder folder;
+    for (int round = 0;; ++round) {
+      ox::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0,
+                                     /*enable_data_propagation=*/true);
+      try {
+        ox::shape_inference::InferShapes(typed_, ox::OpSchemaRegistry::Instance(), opts);
+      } catch (const std::exception& e) {
+        fail("shape inference failed: " + firstLine(e.what()));
+      } catch (...) {
+        fail("shape inference failed");
+      }
+      if (round == kMaxFoldRounds) break;
+      folder.dead.clear();
+      if (folder.fold(typed_.mutable_graph(), nullptr, 0) == 0) break;
     }
+    dead_bodies_ = std::move(folder.dead);
   }
 
   // ---- 6. graphs ----------------------------------------------------------
@@ -485,6 +1153,7 @@ class OnnxImporter {
         why = "string tensor";
       } else if (!s.has_shape) {
         why = std::string(dtypeName(t.dtype)) + ", rank unknown";
+        t.shape = {-1};  // unknown dims are -1; an unknown rank reads as [-1]
       } else if (!s.complete()) {
         why = shape_text;
       } else {
@@ -493,6 +1162,12 @@ class OnnxImporter {
         t.nbytes = *n;
         return;
       }
+    }
+    // A branch that cannot run for these shapes needs no storage; ONNX often
+    // cannot type it (a Squeeze of a dimension that is not 1).
+    if (in_dead_body_) {
+      t.nbytes = 0;
+      return;
     }
     unknown_.push_back({id, t.name + " " + why + " from " + producer});
   }
@@ -520,7 +1195,9 @@ class OnnxImporter {
     return types;
   }
 
-  GraphId importGraph(const ox::GraphProto& g, GraphId parent, NodeId parent_node,
+  // `g` gives the nodes, `typed` (its scratch twin) the inferred types.
+  GraphId importGraph(const ox::GraphProto& g, const ox::GraphProto& typed, GraphId parent,
+                      NodeId parent_node,
                       Scope& scope, const std::string& fallback_name, int depth) {
     if (depth > kMaxGraphDepth)
       fail("control-flow bodies nested deeper than " + std::to_string(kMaxGraphDepth));
@@ -532,7 +1209,7 @@ class OnnxImporter {
       graph.parent_node = parent_node;
       out_.graphs.push_back(std::move(graph));
     }
-    const auto types = typeTable(g);
+    const auto types = typeTable(typed);
     const std::string in_graph = gid == 0 ? "" : " in graph '" + out_.graphs[gid].name + "'";
 
     for (const auto& init : g.initializer()) {
@@ -580,19 +1257,33 @@ class OnnxImporter {
       out_.graphs[gid].nodes.push_back(node);
 
       // Control-flow bodies, in the order NodeKind documents.
-      std::vector<std::pair<std::string, const ox::GraphProto*>> bodies;
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) bodies.emplace_back(a.name(), &a.g());
+      struct Body {
+        std::string name;
+        const ox::GraphProto* g;
+        const ox::GraphProto* typed;
+      };
+      std::vector<Body> bodies;
+      // Folding never rewrites nodes with bodies, so the twin lines up.
+      const ox::NodeProto* tn = i < typed.node_size() ? &typed.node(i) : nullptr;
+      if (tn && (tn->op_type() != n.op_type() || tn->attribute_size() != n.attribute_size()))
+        tn = nullptr;
+      for (int ai = 0; ai < n.attribute_size(); ++ai) {
+        const auto& a = n.attribute(ai);
+        const auto* ta = tn ? &tn->attribute(ai) : nullptr;
+        if (a.has_g())
+          bodies.push_back({a.name(), &a.g(), ta && ta->has_g() ? &ta->g() : &a.g()});
         for (int k = 0; k < a.graphs_size(); ++k)
-          bodies.emplace_back(a.name() + "_" + std::to_string(k), &a.graphs(k));
+          bodies.push_back({a.name() + "_" + std::to_string(k), &a.graphs(k),
+                            ta && ta->graphs_size() == a.graphs_size() ? &ta->graphs(k)
+                                                                       : &a.graphs(k)});
       }
       NodeKind kind = NodeKind::Op;
       if (!bodies.empty()) {
         const bool std_op = isDefaultDomain(n.domain());
         if (std_op && n.op_type() == "If") {
           kind = NodeKind::Cond;
-          std::stable_sort(bodies.begin(), bodies.end(), [](const auto& a, const auto& b) {
-            return (a.first == "then_branch") > (b.first == "then_branch");
+          std::stable_sort(bodies.begin(), bodies.end(), [](const Body& a, const Body& b) {
+            return (a.name == "then_branch") > (b.name == "then_branch");
           });
         } else if (std_op && n.op_type() == "Loop") {
           kind = NodeKind::While;
@@ -605,10 +1296,14 @@ class OnnxImporter {
         }
       }
       std::vector<GraphId> subgraphs;
-      for (const auto& [attr, body] : bodies) {
+      for (const Body& body : bodies) {
         Scope inner;
         inner.outer = &scope;
-        subgraphs.push_back(importGraph(*body, gid, nid, inner, label + "." + attr, depth + 1));
+        const bool was_dead = in_dead_body_;
+        in_dead_body_ = was_dead || dead_bodies_.count(body.typed) > 0;
+        subgraphs.push_back(importGraph(*body.g, *body.typed, gid, nid, inner,
+                                        label + "." + body.name, depth + 1));
+        in_dead_body_ = was_dead;
       }
 
       std::vector<TensorId> outputs;
@@ -685,7 +1380,10 @@ class OnnxImporter {
 
   const std::string& source_;
   const ImportOptions& options_;
-  ox::ModelProto model_;
+  ox::ModelProto model_;   // as read, dimensions bound
+  ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
+  std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
+  bool in_dead_body_ = false;  // importing a branch that never runs
   std::map<std::string, int> opsets_;
   std::vector<Unknown> unknown_;
   Model out_;
