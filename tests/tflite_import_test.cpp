@@ -259,8 +259,7 @@ TEST(TfliteImport, BitFlipsNeverCrash) {
     const std::size_t flips = 1 + rng() % 4;
     for (std::size_t k = 0; k < flips; ++k) {
       std::size_t at = rng() % mutated.size();
-      if (i % 2 == 0)
-        at = i % 4 == 0 ? mutated.size() - 1 - at % 32768 : at % 512;
+      if (i % 2 == 0) at = i % 4 == 0 ? mutated.size() - 1 - at % 32768 : at % 512;
       mutated[at] = static_cast<char>(mutated[at] ^ (1u << (rng() % 8)));
     }
     if (expectInputErrorOrModel(mutated, "round " + std::to_string(i)))
@@ -291,8 +290,8 @@ struct TensorDesc {
 struct OpDesc {
   std::uint32_t opcode = 0;
   std::vector<std::int32_t> inputs, outputs;
-  std::uint8_t options_type = 0;             // BuiltinOptions tag
-  std::vector<std::int32_t> option_fields;   // int32 fields of the options table
+  std::uint8_t options_type = 0;            // BuiltinOptions tag
+  std::vector<std::int32_t> option_fields;  // int32 fields of the options table
 };
 struct SubgraphDesc {
   std::vector<TensorDesc> tensors;
@@ -314,9 +313,10 @@ std::string buildModel(const std::vector<OpcodeDesc>& opcodes,
   using Off = fb::Offset<fb::Table>;
   std::vector<Off> buffer_offsets;
   for (const std::string& data : buffers) {
-    const auto vec = data.empty() ? fb::Offset<fb::Vector<std::uint8_t>>()
-                                  : b.CreateVector(reinterpret_cast<const std::uint8_t*>(data.data()),
-                                                   data.size());
+    const auto vec =
+        data.empty()
+            ? fb::Offset<fb::Vector<std::uint8_t>>()
+            : b.CreateVector(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
     const auto start = b.StartTable();
     if (!data.empty()) b.AddOffset(F(0), vec);
     buffer_offsets.push_back(Off(b.EndTable(start)));
@@ -417,21 +417,21 @@ TEST(TfliteImport, ControlFlowSubgraphs) {
   SubgraphDesc main;
   main.name = "main";
   main.tensors = {
-      {{}, 6, 0, "cond"},                // bool scalar
+      {{}, 6, 0, "cond"},  // bool scalar
       {{4}, 0, 0, "x"},
       {{4}, 0, 0, "y"},
       {{4}, 0, 0, "z"},
-      {{4}, 0, 1, "w"},                  // constant: buffer 1 (16 bytes)
-      {{2, 4}, 9, 0, "state", true},     // int8 variable: 8 bytes
+      {{4}, 0, 1, "w"},               // constant: buffer 1 (16 bytes)
+      {{2, 4}, 9, 0, "state", true},  // int8 variable: 8 bytes
       {{4}, 0, 0, "u"},
   };
   main.inputs = {0, 1};
   main.outputs = {6};
   main.ops = {
-      {1, {0, 1}, {2}, kIfOptions, {1, 2}},       // IF then=1 else=2
-      {2, {2}, {3}, kWhileOptions, {3, 2}},       // WHILE cond=3 body=2 (shared)
-      {3, {}, {}, kCallOnceOptions, {4}},         // CALL_ONCE init=4
-      {4, {3, -1, 4, 5}, {6}, 0, {}},             // custom op, optional input
+      {1, {0, 1}, {2}, kIfOptions, {1, 2}},  // IF then=1 else=2
+      {2, {2}, {3}, kWhileOptions, {3, 2}},  // WHILE cond=3 body=2 (shared)
+      {3, {}, {}, kCallOnceOptions, {4}},    // CALL_ONCE init=4
+      {4, {3, -1, 4, 5}, {6}, 0, {}},        // custom op, optional input
   };
   const std::string bytes = buildModel(
       kOpcodes, {main, unary("then"), unary("else"), unary("cond"), unary("init"), unary("unused")},
@@ -460,7 +460,7 @@ TEST(TfliteImport, ControlFlowSubgraphs) {
   // Bodies: parent is the first node that runs them.
   EXPECT_EQ(m.graphs[1].parent, 0);
   EXPECT_EQ(m.graphs[1].parent_node, 0);
-  EXPECT_EQ(m.graphs[2].parent_node, 0);   // else (IF) before body (WHILE)
+  EXPECT_EQ(m.graphs[2].parent_node, 0);  // else (IF) before body (WHILE)
   EXPECT_EQ(m.graphs[3].parent_node, 1);
   EXPECT_EQ(m.graphs[4].parent_node, 2);
   EXPECT_EQ(m.graphs[2].name, "else");
@@ -564,7 +564,7 @@ TEST(TfliteImport, BuffersOutsideTheFlatbufferAreConstants) {
   EXPECT_EQ(import(buildModel(kOpcodes, {main}, {""}, 3, {{1, 32}})).tensors[2].kind,
             TensorKind::Activation);
   try {
-    import(buildModel(kOpcodes, {main}, {""}, 3, {{1ull << 40, 32}}));
+    import(buildModel(kOpcodes, {main}, {""}, 3, {{ 1ull << 40, 32 }}));
     FAIL() << "accepted a buffer outside the file";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("buffer 1: data at offset 1099511627776 size 32 lies "

@@ -90,10 +90,10 @@ constexpr std::uint8_t kIfOptions = 92, kWhileOptions = 93, kCallOnceOptions = 1
 // Bounds: a file may claim any count; memplan refuses absurd ones before
 // allocating (vectors are also bounded by the file size: >= 4 bytes each).
 constexpr std::size_t kMaxSubgraphs = 1 << 16;
-constexpr std::size_t kMaxTensors = 1 << 22;     // over all subgraphs
-constexpr std::size_t kMaxOperators = 1 << 22;   // over all subgraphs
+constexpr std::size_t kMaxTensors = 1 << 22;    // over all subgraphs
+constexpr std::size_t kMaxOperators = 1 << 22;  // over all subgraphs
 constexpr std::size_t kMaxRank = 64;
-constexpr std::size_t kMaxNesting = 64;          // control-flow depth below main
+constexpr std::size_t kMaxNesting = 64;  // control-flow depth below main
 // Offsets may share one table, vector or string among many owners, so what
 // memplan builds can outgrow the file. Bytes materialized (tensors, nodes,
 // names, shapes, indices) are charged against 256 MiB + 4 x the file size.
@@ -101,6 +101,7 @@ constexpr Bytes kMemoryAllowance = Bytes{256} << 20;
 constexpr Bytes kMemoryPerFileByte = 4;
 
 // BuiltinOperator enum names, index = code (schema.fbs order, 0..209).
+// clang-format off
 constexpr std::array<std::string_view, 210> kBuiltinNames{
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D",
     "DEPTH_TO_SPACE", "DEQUANTIZE", "EMBEDDING_LOOKUP", "FLOOR", "FULLY_CONNECTED",
@@ -144,6 +145,7 @@ constexpr std::array<std::string_view, 210> kBuiltinNames{
     "STABLEHLO_RNG_BIT_GENERATOR", "REDUCE_WINDOW", "STABLEHLO_COMPOSITE",
     "STABLEHLO_SHIFT_LEFT", "STABLEHLO_CBRT", "STABLEHLO_CASE",
 };
+// clang-format on
 
 std::string builtinName(std::int32_t code) {
   if (code >= 0 && static_cast<std::size_t>(code) < kBuiltinNames.size())
@@ -155,12 +157,12 @@ std::string builtinName(std::int32_t code) {
 // no DType) or does not know.
 std::optional<DType> tensorType(std::int8_t code) {
   static constexpr std::array<DType, 23> kTypes{
-      DType::Float32,  DType::Float16,    DType::Int32,      DType::UInt8,   DType::Int64,
-      DType::String,   DType::Bool,       DType::Int16,      DType::Complex64, DType::Int8,
-      DType::Float64,  DType::Complex128, DType::UInt64,     DType::Resource, DType::Variant,
-      DType::UInt32,   DType::UInt16,     DType::Int4,       DType::BFloat16,
-      DType::Unknown /* INT2 */,          DType::UInt4,      DType::Float8E4M3,
-      DType::Float8E5M2};
+      DType::Float32,   DType::Float16,    DType::Int32,     DType::UInt8,
+      DType::Int64,     DType::String,     DType::Bool,      DType::Int16,
+      DType::Complex64, DType::Int8,       DType::Float64,   DType::Complex128,
+      DType::UInt64,    DType::Resource,   DType::Variant,   DType::UInt32,
+      DType::UInt16,    DType::Int4,       DType::BFloat16,  DType::Unknown /* INT2 */,
+      DType::UInt4,     DType::Float8E4M3, DType::Float8E5M2};
   if (code < 0 || static_cast<std::size_t>(code) >= kTypes.size()) return std::nullopt;
   const DType t = kTypes[static_cast<std::size_t>(code)];
   if (t == DType::Unknown) return std::nullopt;
@@ -186,8 +188,7 @@ class Reader {
  public:
   Reader(const std::uint8_t* buf, std::size_t size, std::size_t file_size,
          const std::string& source)
-      : buf_(buf), file_size_(file_size), source_(source),
-        verifier_(buf, size, [] {
+      : buf_(buf), file_size_(file_size), source_(source), verifier_(buf, size, [] {
           fb::Verifier::Options o;
           o.max_depth = 16;
           o.max_tables = 1u << 26;
@@ -293,15 +294,17 @@ class TfliteImporter {
     const Where w;
     const auto version = r_.scalar<std::uint32_t>(model, model_f::kVersion, 0, w, "version");
     if (version != kSchemaVersion)
-      r_.fail(model, w, fmt::format("schema version {} is not supported (expected {})", version,
-                                    kSchemaVersion));
+      r_.fail(
+          model, w,
+          fmt::format("schema version {} is not supported (expected {})", version, kSchemaVersion));
     readBuffers(model);
     readOpcodes(model);
     subgraphs_ = r_.vector<fb::uoffset_t>(model, model_f::kSubgraphs, w, "subgraphs");
     if (!subgraphs_ || subgraphs_->size() == 0) r_.fail(model, w, "no subgraphs");
     if (subgraphs_->size() > kMaxSubgraphs)
-      r_.fail(model, w, fmt::format("{} subgraphs exceed the limit of {}", subgraphs_->size(),
-                                    kMaxSubgraphs));
+      r_.fail(
+          model, w,
+          fmt::format("{} subgraphs exceed the limit of {}", subgraphs_->size(), kMaxSubgraphs));
     loadReachable();
     return assemble();
   }
@@ -310,8 +313,10 @@ class TfliteImporter {
   // Charges `bytes` of materialized data against the budget.
   void charge(std::size_t bytes, const void* at, const Where& w) {
     if (bytes > budget_)
-      r_.fail(at, w, fmt::format("the model expands beyond {} bytes in memory (offsets shared "
-                                 "many times?)", kMemoryAllowance + kMemoryPerFileByte * r_.fileSize()));
+      r_.fail(at, w,
+              fmt::format("the model expands beyond {} bytes in memory (offsets shared "
+                          "many times?)",
+                          kMemoryAllowance + kMemoryPerFileByte * r_.fileSize()));
     budget_ -= bytes;
   }
 
@@ -331,8 +336,9 @@ class TfliteImporter {
       } else if (offset > 1) {  // stored after the flatbuffer (offset 0/1: unset)
         const auto end = checkedAdd(offset, size);
         if (!end || *end > r_.fileSize())
-          r_.fail(b, w, fmt::format("data at offset {} size {} lies outside the file ({} bytes)",
-                                    offset, size, r_.fileSize()));
+          r_.fail(b, w,
+                  fmt::format("data at offset {} size {} lies outside the file ({} bytes)", offset,
+                              size, r_.fileSize()));
         buffer_bytes_[i] = size;
       }
     }
@@ -348,8 +354,8 @@ class TfliteImporter {
     for (fb::uoffset_t i = 0; i < codes->size(); ++i) {
       const Where w{"operator code", i};
       const fb::Table* c = r_.tableAt(codes, i, w);
-      const auto deprecated =
-          r_.scalar<std::int8_t>(c, opcode_f::kDeprecatedBuiltinCode, 0, w, "deprecated_builtin_code");
+      const auto deprecated = r_.scalar<std::int8_t>(c, opcode_f::kDeprecatedBuiltinCode, 0, w,
+                                                     "deprecated_builtin_code");
       const auto builtin = r_.scalar<std::int32_t>(c, opcode_f::kBuiltinCode, 0, w, "builtin_code");
       const std::int32_t code = std::max<std::int32_t>(deprecated, builtin);
       opcodes_[i] = code;
@@ -396,7 +402,10 @@ class TfliteImporter {
     const std::size_t n = raw_.size();
     enum : std::uint8_t { kNew, kOpen, kDone };
     std::vector<std::uint8_t> state(n, kNew);
-    struct Frame { std::int32_t s; std::size_t op, body; };
+    struct Frame {
+      std::int32_t s;
+      std::size_t op, body;
+    };
     std::vector<Frame> stack{{0, 0, 0}};
     state[0] = kOpen;
     while (!stack.empty()) {
@@ -455,8 +464,9 @@ class TfliteImporter {
         const std::int32_t id = v->Get(k);
         if (id == -1 && optional_ok) continue;  // optional input/output left out
         if (id < 0 || static_cast<std::size_t>(id) >= num_tensors)
-          r_.fail(t, w, fmt::format("{}[{}]: tensor index {} out of range ({} tensors)", what, k,
-                                    id, num_tensors));
+          r_.fail(t, w,
+                  fmt::format("{}[{}]: tensor index {} out of range ({} tensors)", what, k, id,
+                              num_tensors));
         ids.push_back(id);
       }
       return ids;
@@ -476,10 +486,12 @@ class TfliteImporter {
       const fb::Table* t = r_.tableAt(ops, static_cast<fb::uoffset_t>(i), w);
       charge(sizeof(RawOp) + sizeof(Node), t, w);
       RawOp op;
-      const auto index = r_.scalar<std::uint32_t>(t, operator_f::kOpcodeIndex, 0, w, "opcode_index");
+      const auto index =
+          r_.scalar<std::uint32_t>(t, operator_f::kOpcodeIndex, 0, w, "opcode_index");
       if (index >= opcodes_.size())
-        r_.fail(t, w, fmt::format("opcode index {} out of range ({} operator codes)", index,
-                                  opcodes_.size()));
+        r_.fail(t, w,
+                fmt::format("opcode index {} out of range ({} operator codes)", index,
+                            opcodes_.size()));
       charge(op_names_[index].size(), t, w);
       op.op = op_names_[index];
       op.inputs = indices(t, operator_f::kInputs, w, "inputs", true);
@@ -500,22 +512,35 @@ class TfliteImporter {
   void readControlFlow(const fb::Table* t, const Where& w, std::int32_t code, RawOp& op) {
     std::uint8_t want = 0;
     int count = 0;
-    if (code == kOpIf) { want = kIfOptions; count = 2; op.kind = NodeKind::Cond; }
-    else if (code == kOpWhile) { want = kWhileOptions; count = 2; op.kind = NodeKind::While; }
-    else if (code == kOpCallOnce) { want = kCallOnceOptions; count = 1; op.kind = NodeKind::Call; }
-    else return;
-    const auto type = r_.scalar<std::uint8_t>(t, operator_f::kBuiltinOptionsType, 0, w,
-                                              "builtin_options_type");
+    if (code == kOpIf) {
+      want = kIfOptions;
+      count = 2;
+      op.kind = NodeKind::Cond;
+    } else if (code == kOpWhile) {
+      want = kWhileOptions;
+      count = 2;
+      op.kind = NodeKind::While;
+    } else if (code == kOpCallOnce) {
+      want = kCallOnceOptions;
+      count = 1;
+      op.kind = NodeKind::Call;
+    } else
+      return;
+    const auto type =
+        r_.scalar<std::uint8_t>(t, operator_f::kBuiltinOptionsType, 0, w, "builtin_options_type");
     const fb::Table* options =
         type == want ? r_.table(t, operator_f::kBuiltinOptions, w, "builtin_options") : nullptr;
     if (!options)
-      r_.fail(t, w, fmt::format("{} operator without its options (builtin_options_type {})",
-                                op.op, type));
+      r_.fail(
+          t, w,
+          fmt::format("{} operator without its options (builtin_options_type {})", op.op, type));
     for (int k = 0; k < count; ++k) {
-      const auto body = r_.scalar<std::int32_t>(options, kOptionSubgraph[k], 0, w, "subgraph index");
+      const auto body =
+          r_.scalar<std::int32_t>(options, kOptionSubgraph[k], 0, w, "subgraph index");
       if (body < 0 || static_cast<std::size_t>(body) >= subgraphs_->size())
-        r_.fail(options, w, fmt::format("{} subgraph index {} out of range ({} subgraphs)", op.op,
-                                        body, subgraphs_->size()));
+        r_.fail(options, w,
+                fmt::format("{} subgraph index {} out of range ({} subgraphs)", op.op, body,
+                            subgraphs_->size()));
       op.bodies.push_back(body);
     }
   }
@@ -540,9 +565,11 @@ class TfliteImporter {
     x.dtype = *type;
     const auto buffer = r_.scalar<std::uint32_t>(t, tensor_f::kBuffer, 0, w, "buffer");
     if (buffer != 0 && buffer >= buffer_bytes_.size())
-      r_.fail(t, w, fmt::format("buffer index {} out of range ({} buffers)", buffer,
-                                buffer_bytes_.size()));
-    const bool is_variable = r_.scalar<std::uint8_t>(t, tensor_f::kIsVariable, 0, w, "is_variable") != 0;
+      r_.fail(
+          t, w,
+          fmt::format("buffer index {} out of range ({} buffers)", buffer, buffer_bytes_.size()));
+    const bool is_variable =
+        r_.scalar<std::uint8_t>(t, tensor_f::kIsVariable, 0, w, "is_variable") != 0;
 
     const Bytes stored = buffer != 0 ? buffer_bytes_[buffer] : 0;
     if (is_variable) {
@@ -560,9 +587,10 @@ class TfliteImporter {
         std::any_of(x.shape.begin(), x.shape.end(), [](std::int64_t d) { return d < 0; });
     if (unknown_dim) {
       if (options_.unknown_size_bytes == 0)
-        r_.fail(t, w, fmt::format("'{}' has an unknown dimension in shape [{}] (plan it at an "
-                                  "upper bound with --unknown-size-bytes N)", x.name,
-                                  fmt::join(x.shape, ",")));
+        r_.fail(t, w,
+                fmt::format("'{}' has an unknown dimension in shape [{}] (plan it at an "
+                            "upper bound with --unknown-size-bytes N)",
+                            x.name, fmt::join(x.shape, ",")));
       if (options_.unknown_size_bytes > kMaxBytes)
         r_.fail(t, w, "--unknown-size-bytes is too large");
       x.nbytes = options_.unknown_size_bytes;
@@ -586,8 +614,9 @@ class TfliteImporter {
       if (loaded_[s]) {
         gid[s] = static_cast<GraphId>(m.graphs.size());
         Graph g;
-        g.name = !raw_[s].name.empty() ? raw_[s].name
-                                       : (s == 0 ? std::string("main") : fmt::format("subgraph{}", s));
+        g.name = !raw_[s].name.empty()
+                     ? raw_[s].name
+                     : (s == 0 ? std::string("main") : fmt::format("subgraph{}", s));
         m.graphs.push_back(std::move(g));
       }
 
@@ -649,8 +678,8 @@ class TfliteImporter {
   Reader& r_;
   const std::string& source_;
   const ImportOptions& options_;
-  std::vector<Bytes> buffer_bytes_;     // stored bytes of each buffer
-  std::vector<std::int32_t> opcodes_;   // builtin code of each operator code
+  std::vector<Bytes> buffer_bytes_;    // stored bytes of each buffer
+  std::vector<std::int32_t> opcodes_;  // builtin code of each operator code
   std::vector<std::string> op_names_;
   const TableVector* subgraphs_ = nullptr;
   std::vector<RawSubgraph> raw_;
@@ -666,12 +695,12 @@ bool printable(char c) { return c >= 0x20 && c < 0x7f; }
 Model importTflite(std::string_view bytes, const std::string& source_name,
                    const ImportOptions& options) {
   if (bytes.size() < 8)
-    throw InputError(fmt::format("{}: not a TFLite flatbuffer (file is {} bytes)", source_name,
-                                 bytes.size()));
+    throw InputError(
+        fmt::format("{}: not a TFLite flatbuffer (file is {} bytes)", source_name, bytes.size()));
   const std::string_view ident = bytes.substr(4, 4);
   if (ident != "TFL3" && std::all_of(ident.begin(), ident.end(), printable))
-    throw InputError(fmt::format("{}: byte 4: file identifier '{}' is not 'TFL3'", source_name,
-                                 ident));
+    throw InputError(
+        fmt::format("{}: byte 4: file identifier '{}' is not 'TFL3'", source_name, ident));
   // Flatbuffer scalars are read in place: give them 8-byte alignment.
   std::vector<std::uint64_t> copy;
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -681,8 +710,7 @@ Model importTflite(std::string_view bytes, const std::string& source_name,
     data = reinterpret_cast<const std::uint8_t*>(copy.data());
   }
   // The flatbuffer proper is below 2 GB; larger files keep buffers after it.
-  const std::size_t fb_size =
-      std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   Reader reader(data, fb_size, bytes.size(), source_name);
   TfliteImporter importer(reader, source_name, options);
   return importer.run();
