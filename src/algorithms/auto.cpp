@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "algorithms/best_fit.h"
+#include "algorithms/exact_search.h"
 #include "algorithms/local_search.h"
 #include "algorithms/pool_util.h"
 
@@ -27,6 +28,9 @@ namespace {
 // Default budgets at effort 1.
 constexpr std::uint64_t kLocalSearchBaseWork = 4'000'000;
 constexpr std::uint64_t kLocalSearchWorkPerBuffer = 2'000;
+// Exact search only on pools up to this many (merged) buffers; above, the
+// local search alone works on the plan.
+constexpr std::size_t kExactMaxBuffers = 5'000;
 // ExecuTorch's greedy scans all shared objects per spec: skip it on lists
 // so large that it would dominate the run.
 constexpr std::size_t kExecutorchMaxBuffers = 20'000;
@@ -50,7 +54,11 @@ class Auto : public Algorithm {
     heur::checkPins(merged.problem);
     const Bytes lb = lowerBound(problem);
     const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
-    const Bytes target = lb - pad;  // heights exclude the padding
+    // Heights exclude the padding. Merged in-place groups may need more
+    // than the bound: nothing this pipeline builds goes below the merged
+    // problem's own bound, so search stops there.
+    const Bytes target =
+        (merged.merged_any ? std::max(lb, lowerBound(merged.problem)) : lb) - pad;
 
     heur::Placer placer(merged.problem);
     auto port = heur::runPortfolio(merged.problem, placer, target);
@@ -66,8 +74,12 @@ class Auto : public Algorithm {
       if (auto greedy = makeAlgorithm("greedy")) {
         try {
           PoolSolution g = greedy->solve(problem, params);
-          if (g.size < best.size) {
+          // ExecuTorch ignores per-buffer alignment and places in-place
+          // results late (its defect 3): keep its plan only if it is safe.
+          if (pool::poolSize(problem, g.offsets) < best.size &&
+              pool::checkPlacement(problem, g.offsets).empty()) {
             best = std::move(g);
+            best.size = pool::poolSize(problem, best.offsets);
             best.proven_optimal = best.size <= lb;
           }
         } catch (const PlanError&) {
@@ -98,8 +110,26 @@ class Auto : public Algorithm {
       }
       report("local search", best.size, lb);
     }
+    const bool exact_time_left =
+        params.time_limit_seconds <= 0 || elapsed() < params.time_limit_seconds;
+    if (!best.proven_optimal && params.use_exact_search && exact_time_left &&
+        merged.problem.buffers.size() <= kExactMaxBuffers) {
+      exact::ExactParams ep;
+      ep.node_limit = static_cast<std::uint64_t>(
+          std::min(1e15, std::max(0.0, params.effort) * static_cast<double>(ep.node_limit)));
+      if (params.time_limit_seconds > 0)
+        ep.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+      const Bytes height = best.size - pad;
+      const exact::ExactResult r = exact::minimizeHeight(problem, best.offsets, target, ep);
+      work += r.nodes;
+      if (r.found && r.height < height && pool::checkPlacement(problem, r.offsets).empty()) {
+        best = pool::makeSolution(problem, r.offsets, "exact", lb, work);
+      }
+      if (r.proven_optimal && r.height <= height) best.proven_optimal = true;
+      report("exact search", best.size, lb);
+    }
     best.work = work;
-    best.proven_optimal = best.size <= lb;
+    best.proven_optimal = best.proven_optimal || best.size <= lb;
     if (best.algorithm.rfind("auto", 0) != 0) best.algorithm = "auto:" + best.algorithm;
     return best;
   }

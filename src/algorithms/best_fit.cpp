@@ -179,87 +179,119 @@ Placer::Placer(const PoolProblem& merged) : bufs_(merged.buffers), floor_(merged
     return std::pair(bufs_[a].start, a) < std::pair(bufs_[b].start, b);
   });
   starts_.resize(n);
-  leaf_of_.resize(n);
+  ends_.assign(n, kUnplaced);
+  lo_.assign(n, 0);
+  sizes_.resize(n);
+  pos_of_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    starts_[i] = bufs_[by_start_[i]].start;
-    leaf_of_[by_start_[i]] = static_cast<std::int32_t>(i);
+    const Buffer& b = bufs_[by_start_[i]];
+    starts_[i] = b.start;
+    sizes_[i] = b.size;
+    pos_of_[b.id] = static_cast<std::int32_t>(i);
   }
-  while (leaves_ < n) leaves_ *= 2;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  while (leaves_ < blocks) leaves_ *= 2;
   max_end_.assign(2 * leaves_, kUnplaced);
   ranges_.reserve(std::min<std::size_t>(n, 1 << 16));
   stack_.reserve(64);
 }
 
-void Placer::clear() { std::fill(max_end_.begin(), max_end_.end(), kUnplaced); }
-
-void Placer::mark(BufferId b, Offset) {
-  const TimeValue end = bufs_[b].end;
-  if (bufs_[b].size == 0) return;  // occupies nothing; would split gaps
-  std::size_t i = leaves_ + static_cast<std::size_t>(leaf_of_[b]);
-  max_end_[i] = end;
-  for (i /= 2; i >= 1 && max_end_[i] < end; i /= 2) max_end_[i] = end;
-}
-
-void Placer::markAll(const std::vector<BufferId>& ids) {
+void Placer::clear() {
+  std::fill(ends_.begin(), ends_.end(), kUnplaced);
   std::fill(max_end_.begin(), max_end_.end(), kUnplaced);
-  for (BufferId b : ids)
-    if (bufs_[b].size > 0) max_end_[leaves_ + static_cast<std::size_t>(leaf_of_[b])] = bufs_[b].end;
-  for (std::size_t i = leaves_; i-- > 1;) max_end_[i] = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
-  work_ += ids.size();
 }
 
-void Placer::unmark(BufferId b) {
-  std::size_t i = leaves_ + static_cast<std::size_t>(leaf_of_[b]);
-  if (max_end_[i] == kUnplaced) return;
-  max_end_[i] = kUnplaced;
+void Placer::mark(BufferId b, Offset at) {
+  if (bufs_[b].size == 0) return;  // occupies nothing; would split gaps
+  const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
+  const TimeValue end = bufs_[b].end;
+  ends_[p] = end;
+  lo_[p] = at;
+  for (std::size_t i = leaves_ + p / kBlock; i >= 1 && max_end_[i] < end; i /= 2) max_end_[i] = end;
+}
+
+void Placer::updateBlock(std::size_t block) {
+  TimeValue m = kUnplaced;
+  const std::size_t first = block * kBlock, last = std::min(first + kBlock, ends_.size());
+  for (std::size_t p = first; p < last; ++p) m = std::max(m, ends_[p]);
+  std::size_t i = leaves_ + block;
+  max_end_[i] = m;
   for (i /= 2; i >= 1; i /= 2) {
-    const TimeValue m = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
-    if (max_end_[i] == m) break;
-    max_end_[i] = m;
+    const TimeValue up = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
+    if (max_end_[i] == up) break;
+    max_end_[i] = up;
   }
 }
 
-// Calls f(id) for every marked buffer alive during b's lifetime.
+void Placer::unmark(BufferId b) {
+  const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
+  if (ends_[p] == kUnplaced) return;
+  ends_[p] = kUnplaced;
+  updateBlock(p / kBlock);
+}
+
+void Placer::markAll(std::span<const BufferId> ids, const std::vector<Offset>& offsets) {
+  clear();
+  for (BufferId b : ids) {
+    if (bufs_[b].size == 0) continue;
+    const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
+    ends_[p] = bufs_[b].end;
+    lo_[p] = offsets[b];
+    TimeValue& leaf = max_end_[leaves_ + p / kBlock];
+    leaf = std::max(leaf, ends_[p]);
+  }
+  for (std::size_t i = leaves_; i-- > 1;) max_end_[i] = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
+  work_ += ids.size() / 8;
+}
+
+// Calls f(position) for every marked buffer alive during b's lifetime.
 template <typename F>
-void Placer::forEachOverlap(const Buffer& b, F&& f) {
+void Placer::forEachOverlap(BufferId id, F&& f) {
+  const Buffer& b = bufs_[id];
+  const TimeValue s = b.start, e = b.end;
   // Only buffers starting before b ends can overlap it.
-  const std::size_t limit = std::lower_bound(starts_.begin(), starts_.end(), b.end) - starts_.begin();
+  const std::size_t limit = std::lower_bound(starts_.begin(), starts_.end(), e) - starts_.begin();
   if (limit == 0) return;
+  const std::size_t self = static_cast<std::size_t>(pos_of_[id]);
+  const std::size_t last_block = (limit - 1) / kBlock;
   stack_.clear();
   stack_.push_back(1);
   while (!stack_.empty()) {
     const std::uint32_t node = stack_.back();
     stack_.pop_back();
     ++work_;
-    if (max_end_[node] <= b.start) continue;  // nothing marked here lives past b's start
+    if (max_end_[node] <= s) continue;  // nothing marked here lives past b's start
     if (node >= leaves_) {
-      const BufferId o = by_start_[node - leaves_];
-      if (o != b.id) f(o);
+      const std::size_t first = (node - leaves_) * kBlock;
+      const std::size_t last = std::min(first + kBlock, limit);
+      work_ += last - first;
+      for (std::size_t p = first; p < last; ++p)
+        if (ends_[p] > s && p != self) f(p);
       continue;
     }
-    // The right child holds later starts: skip it when its first leaf
+    // The right child holds later starts: skip it when its first block
     // starts at or after b's end.
     const int level = 63 - __builtin_clzll(node);
     const std::size_t width = leaves_ >> (level + 1);
     const std::size_t right_first =
         (static_cast<std::size_t>(node) - (std::size_t{1} << level)) * 2 * width + width;
-    if (right_first < limit) stack_.push_back(2 * node + 1);
+    if (right_first <= last_block) stack_.push_back(2 * node + 1);
     stack_.push_back(2 * node);
   }
 }
 
 void Placer::overlapping(BufferId b, std::vector<BufferId>& out) {
   out.clear();
-  forEachOverlap(bufs_[b], [&](BufferId o) { out.push_back(o); });
+  forEachOverlap(b, [&](std::size_t p) { out.push_back(by_start_[p]); });
 }
 
-Offset Placer::choose(BufferId id, Fit fit, const std::vector<Offset>& offsets) {
+Offset Placer::choose(BufferId id, Fit fit) {
   const Buffer& b = bufs_[id];
   ++work_;
   if (b.fixed_offset) return *b.fixed_offset;
   if (b.size == 0) return *alignUp(floor_, b.alignment);
   ranges_.clear();
-  forEachOverlap(b, [&](BufferId o) { ranges_.emplace_back(offsets[o], offsets[o] + bufs_[o].size); });
+  forEachOverlap(id, [&](std::size_t p) { ranges_.emplace_back(lo_[p], lo_[p] + sizes_[p]); });
   std::sort(ranges_.begin(), ranges_.end());
   work_ += ranges_.size();
   Offset cursor = floor_;
@@ -287,20 +319,16 @@ Offset Placer::choose(BufferId id, Fit fit, const std::vector<Offset>& offsets) 
 
 Bytes Placer::place(const std::vector<BufferId>& order, std::size_t from, Fit fit,
                     std::vector<Offset>& offsets) {
-  // Rebuild the tree from the kept prefix: O(n).
-  std::fill(max_end_.begin(), max_end_.end(), kUnplaced);
+  // Rebuild the marks from the kept prefix: O(n).
   Bytes height = floor_;
   for (std::size_t k = 0; k < from; ++k) {
     const Buffer& b = bufs_[order[k]];
-    if (b.size == 0) continue;
-    max_end_[leaves_ + static_cast<std::size_t>(leaf_of_[b.id])] = b.end;
-    height = std::max(height, offsets[b.id] + b.size);
+    if (b.size > 0) height = std::max(height, offsets[b.id] + b.size);
   }
-  for (std::size_t i = leaves_; i-- > 1;) max_end_[i] = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
-
+  markAll(std::span<const BufferId>(order.data(), from), offsets);
   for (std::size_t k = from; k < order.size(); ++k) {
     const BufferId id = order[k];
-    const Offset at = choose(id, fit, offsets);
+    const Offset at = choose(id, fit);
     offsets[id] = at;
     mark(id, at);
     if (bufs_[id].size > 0) height = std::max(height, at + bufs_[id].size);

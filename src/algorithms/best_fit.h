@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -65,13 +66,12 @@ class Placer {
   void clear();                                   // nothing placed
   void mark(BufferId b, Offset at);               // b now sits at `at`
   void unmark(BufferId b);                        // b removed
-  // Where b goes among the marked buffers (`offsets` holds their offsets).
-  Offset choose(BufferId b, Fit fit, const std::vector<Offset>& offsets);
-
+  // Rebuilds the marks: every buffer in `ids` placed at `offsets`. O(n).
+  void markAll(std::span<const BufferId> ids, const std::vector<Offset>& offsets);
+  // Where b goes among the marked buffers.
+  Offset choose(BufferId b, Fit fit);
   // The marked buffers alive during b's lifetime (b excluded).
   void overlapping(BufferId b, std::vector<BufferId>& out);
-  // Rebuilds the marks from scratch: every buffer in `ids` placed. O(n).
-  void markAll(const std::vector<BufferId>& ids);
   const Buffer& buffer(BufferId b) const { return bufs_[b]; }
 
   // Work spent so far: placed buffers plus neighbours examined.
@@ -79,19 +79,27 @@ class Placer {
   std::size_t size() const { return bufs_.size(); }
 
  private:
+  // Leaves are blocks of kBlock buffers in start order, scanned linearly;
+  // the tree above them keeps each block's latest marked end.
+  static constexpr std::size_t kBlock = 16;
   template <typename F>
-  void forEachOverlap(const Buffer& b, F&& f);
+  void forEachOverlap(BufferId b, F&& f);
+  void updateBlock(std::size_t block);
 
   const std::vector<Buffer>& bufs_;
   Bytes floor_ = 0;
-  std::vector<BufferId> by_start_;     // buffers sorted by start
-  std::vector<TimeValue> starts_;      // starts in that order
-  std::vector<std::int32_t> leaf_of_;  // buffer -> position in by_start_
-  std::size_t leaves_ = 1;             // power of two >= n
-  std::vector<TimeValue> max_end_;     // segment tree: latest placed end
+  // Per position in start order (compact, so a query touches few lines).
+  std::vector<BufferId> by_start_;
+  std::vector<TimeValue> starts_;
+  std::vector<TimeValue> ends_;        // kUnplaced when not marked
+  std::vector<Offset> lo_;             // offset when marked
+  std::vector<Bytes> sizes_;
+  std::vector<std::int32_t> pos_of_;   // buffer -> position in start order
+  std::size_t leaves_ = 1;             // power of two >= number of blocks
+  std::vector<TimeValue> max_end_;     // tree over blocks: latest marked end
   std::vector<std::pair<Offset, Offset>> ranges_;  // scratch: [lo, hi)
   std::vector<std::uint32_t> stack_;   // scratch: tree walk
-  Offset best_ = 0;                   // scratch: best gap so far
+  Offset best_ = 0;                    // scratch: best gap so far
   std::uint64_t work_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -52,25 +53,39 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
   const std::size_t n = bufs.size();
   const std::uint64_t work0 = placer.work();
   LocalSearchResult best;
-  best.offsets = offsets;
 
-  auto score = [&](const std::vector<Offset>& off) {
+  // Tops of all buffers, ordered: the peak is at the end. Updated per move,
+  // so a move costs O(lifted buffers), never O(n).
+  std::set<std::pair<Bytes, BufferId>> tops;
+  auto rebuildTops = [&] {
+    tops.clear();
+    for (const Buffer& b : bufs)
+      if (b.size > 0) tops.emplace(offsets[b.id] + b.size, b.id);
+  };
+  auto score = [&] {
     Score s{merged.reserved, 0};
-    for (const Buffer& b : bufs) {
-      if (b.size == 0) continue;
-      const Bytes top = off[b.id] + b.size;
-      if (top > s.height) s = {top, 1};
-      else if (top == s.height) ++s.at_peak;
-    }
+    if (tops.empty()) return s;
+    s.height = std::max(s.height, tops.rbegin()->first);
+    for (auto it = tops.rbegin(); it != tops.rend() && it->first == s.height; ++it) ++s.at_peak;
     return s;
   };
-  Score current = score(offsets);
+  auto moveTop = [&](BufferId b, Offset from, Offset to) {
+    if (bufs[b].size == 0 || from == to) return;
+    tops.erase({from + bufs[b].size, b});
+    tops.emplace(to + bufs[b].size, b);
+  };
+  rebuildTops();
+  Score current = score();
   Score best_score = current;
   best.height = current.height;
+  best.offsets = offsets;
 
   std::size_t pinned = 0;
   while (pinned < order.size() && bufs[order[pinned]].fixed_offset) ++pinned;
-  if (n == pinned || current.height <= params.target) return best;
+  if (n == pinned || current.height <= params.target) {
+    best.work = placer.work() - work0;
+    return best;
+  }
 
   Rng rng(params.seed);
   const auto clock_start = std::chrono::steady_clock::now();
@@ -84,9 +99,12 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
   std::size_t ruin = params.ruin_min;
   std::uint64_t since_improvement = 0;
   const bool can_reorder = params.reorder && n <= params.reorder_max_buffers;
-  placer.markAll(order);
+  placer.markAll(order, offsets);
 
+  const std::uint64_t stall =
+      std::max<std::uint64_t>(params.stall_moves, params.stall_moves_per_buffer * n);
   while (placer.work() - work0 < params.work_limit && best_score.height > params.target) {
+    if (params.stall_moves > 0 && since_improvement >= stall) break;
     ++best.moves;
     if (params.time_limit_seconds > 0 && (best.moves & 15) == 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count() >
@@ -94,9 +112,8 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
       break;
 
     peak.clear();
-    for (const Buffer& b : bufs)
-      if (b.size > 0 && !b.fixed_offset && offsets[b.id] + b.size == current.height)
-        peak.push_back(b.id);
+    for (auto it = tops.rbegin(); it != tops.rend() && it->first == current.height; ++it)
+      if (!bufs[it->second].fixed_offset) peak.push_back(it->second);
     if (peak.empty()) break;  // the peak is pinned: nothing to move
     const BufferId c = peak[rng.below(peak.size())];
 
@@ -111,7 +128,8 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
                   order.begin() + static_cast<std::ptrdiff_t>(p),
                   order.begin() + static_cast<std::ptrdiff_t>(p + 1));
       placer.place(order, q, fit, offsets);
-      const Score s = score(offsets);
+      rebuildTops();
+      const Score s = score();
       if (params.accept_equal ? s <= current : s < current) {
         current = s;
         for (std::size_t k = q; k <= p; ++k) position[order[k]] = k;
@@ -120,7 +138,8 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
                     order.begin() + static_cast<std::ptrdiff_t>(q + 1),
                     order.begin() + static_cast<std::ptrdiff_t>(p + 1));
         offsets.swap(saved);
-        placer.markAll(order);
+        placer.markAll(order, offsets);
+        rebuildTops();
       }
     } else if (params.ruin_recreate) {
       // Lift c and a random sample of the buffers alive with it.
@@ -128,14 +147,29 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
       ruined.clear();
       ruined.push_back(c);
       in_ruin[c] = 1;
-      const std::size_t want = std::min(ruin, around.size());
-      for (std::size_t k = 0; k < want; ++k) {
-        const std::size_t j = k + rng.below(around.size() - k);
-        std::swap(around[k], around[j]);
-        const BufferId o = around[k];
-        if (!bufs[o].fixed_offset && !in_ruin[o]) {
-          ruined.push_back(o);
-          in_ruin[o] = 1;
+      if (params.slab_ruin && rng.below(2) == 0) {
+        // Everything alive with c whose top is above a random level under c.
+        const Offset level = offsets[c] == merged.reserved
+                                 ? merged.reserved
+                                 : merged.reserved + rng.below(offsets[c] - merged.reserved + 1);
+        for (BufferId o : around) {
+          if (ruined.size() >= params.slab_max) break;
+          if (!bufs[o].fixed_offset && !in_ruin[o] && bufs[o].size > 0 &&
+              offsets[o] + bufs[o].size > level) {
+            ruined.push_back(o);
+            in_ruin[o] = 1;
+          }
+        }
+      } else {
+        const std::size_t want = std::min(ruin, around.size());
+        for (std::size_t k = 0; k < want; ++k) {
+          const std::size_t j = k + rng.below(around.size() - k);
+          std::swap(around[k], around[j]);
+          const BufferId o = around[k];
+          if (!bufs[o].fixed_offset && !in_ruin[o]) {
+            ruined.push_back(o);
+            in_ruin[o] = 1;
+          }
         }
       }
       lifted.clear();
@@ -144,8 +178,7 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
         placer.unmark(r);
       }
       // Recreate: largest first, or a random order one time in four.
-      const bool shuffle = rng.below(4) == 0;
-      if (shuffle) {
+      if (rng.below(4) == 0) {
         for (std::size_t k = ruined.size(); k > 1; --k) std::swap(ruined[k - 1], ruined[rng.below(k)]);
       } else {
         std::sort(ruined.begin(), ruined.end(), [&](BufferId a, BufferId b) {
@@ -155,15 +188,18 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
       }
       const Fit f = rng.below(4) == 0 ? (fit == Fit::Best ? Fit::First : Fit::Best) : fit;
       for (BufferId r : ruined) {
-        offsets[r] = placer.choose(r, f, offsets);
-        placer.mark(r, offsets[r]);
+        const Offset at = placer.choose(r, f);
+        moveTop(r, offsets[r], at);
+        offsets[r] = at;
+        placer.mark(r, at);
       }
-      const Score s = score(offsets);
+      const Score s = score();
       if (params.accept_equal ? s <= current : s < current) {
         current = s;
       } else {
         for (BufferId r : ruined) placer.unmark(r);
         for (const auto& [r, at] : lifted) {
+          moveTop(r, offsets[r], at);
           offsets[r] = at;
           placer.mark(r, at);
         }
@@ -171,10 +207,12 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
       for (BufferId r : ruined) in_ruin[r] = 0;
     }
     if (current < best_score) {
-      if (current.height < best_score.height) ++best.improvements;
+      if (current.height < best_score.height) {
+        ++best.improvements;
+        best.height = current.height;
+        best.offsets = offsets;
+      }
       best_score = current;
-      best.height = current.height;
-      best.offsets = offsets;
       since_improvement = 0;
       ruin = params.ruin_min;
       if (params.progress) {

@@ -8,6 +8,8 @@
 //    buffers alive with it out of the placement, then put them back one by
 //    one (best or first fit, largest first or a random order) while every
 //    other buffer stays where it is;
+//  - slab ruin: the same, lifting every buffer alive with the peak one
+//    above a random level (the top of the stack, packed again);
 //  - reorder (small pools): move the peak buffer to a random earlier place
 //    in the greedy order and re-place everything after that place.
 // A move is kept when (height, buffers at the height) does not get worse,
@@ -31,11 +33,20 @@ struct LocalSearchParams {
   double time_limit_seconds = 0;          // optional wall-clock cap (0 = none)
   Bytes target = 0;                       // stop once height <= target
   bool ruin_recreate = true;              // ruin-and-recreate moves
+  // Half of the ruin moves lift a slab instead of a random sample: every
+  // buffer alive with the peak buffer whose top is above a random level
+  // under it, so the top of the stack is packed again as a whole.
+  bool slab_ruin = true;
+  std::size_t slab_max = 256;             // at most this many lifted
   bool reorder = true;                    // reorder moves (small pools only)
   std::size_t reorder_max_buffers = 2000; // no reorder moves above this
   std::size_t ruin_min = 4;               // buffers lifted per move, at first
   std::size_t ruin_max = 64;              // ... growing up to this when stuck
   bool accept_equal = true;               // walk plateaus
+  // Give up after this many moves without a lower score (0 = never):
+  // max(stall_moves, stall_moves_per_buffer x buffers).
+  std::uint64_t stall_moves = 5'000;
+  std::uint64_t stall_moves_per_buffer = 20;
   std::function<void(std::string_view)> progress;  // optional status line
 };
 

@@ -85,8 +85,8 @@ Bytes lowerBound(const PoolProblem& problem) {
   Bytes pinned_top = 0;
   for (BufferId i = 0; i < n; ++i) {
     const Buffer& b = bufs[i];
+    if (b.size == 0) continue;  // occupies nothing, wherever it is
     if (b.fixed_offset) pinned_top = std::max(pinned_top, *b.fixed_offset + b.size);
-    if (b.size == 0) continue;
     const Bytes a = std::max<Bytes>(1, b.alignment);
     min_align = min_align == 0 ? a : std::min(min_align, a);
     if (b.end <= b.start) continue;

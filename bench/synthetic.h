@@ -1,0 +1,134 @@
+// Synthetic buffer lists for the benchmarks. Deterministic: a list depends
+// only on its parameters and seed.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "memplan/algorithm.h"
+
+namespace memplan::bench {
+
+class SplitMix {
+ public:
+  explicit SplitMix(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  std::uint64_t s_;
+};
+
+inline Bytes roundUp(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
+
+inline void addBuffer(PoolProblem& p, TimeValue start, TimeValue end, Bytes nbytes,
+                      Bytes alignment = 16) {
+  Buffer b;
+  b.id = static_cast<BufferId>(p.buffers.size());
+  b.name = "t" + std::to_string(b.id);
+  b.start = start;
+  b.end = std::max(end, start + 1);
+  b.nbytes = nbytes;
+  b.size = roundUp(std::max<Bytes>(nbytes, 1), alignment);
+  b.alignment = alignment;
+  p.buffers.push_back(std::move(b));
+}
+
+// Model-like list: operators in sequence, most outputs read by the next few
+// operators, some kept for a long skip connection; sizes log-uniform from
+// 64 B to 4 MiB. About 2 buffers per step, so concurrency stays bounded
+// (like real models) whatever n is.
+inline PoolProblem modelLike(std::size_t n, std::uint64_t seed) {
+  SplitMix rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  const auto steps = static_cast<TimeValue>(n / 2 + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto start = static_cast<TimeValue>(i / 2);
+    TimeValue len = 1 + static_cast<TimeValue>(rng.below(4));
+    if (rng.below(20) == 0) len += static_cast<TimeValue>(rng.below(200));  // skip connection
+    const double lg = 6 + rng.unit() * 16;  // 2^6 .. 2^22
+    addBuffer(p, start, std::min(steps, start + len), static_cast<Bytes>(std::exp2(lg)),
+              rng.below(4) == 0 ? 64 : 16);
+  }
+  return p;
+}
+
+// One decoding step of an LLM-like transformer: per layer a K and a V cache
+// buffer alive the whole step (state between calls), and the block's
+// activations (norm, qkv, scores, probabilities, attention, projections,
+// MLP up/gate/down) each read by the next op or two; the residual stream
+// lives through the block.
+inline PoolProblem transformer(int layers, int seq, int hidden, int heads, int batch,
+                               int bytes_per_elem = 2) {
+  PoolProblem p;
+  const auto H = static_cast<Bytes>(hidden), S = static_cast<Bytes>(seq),
+             B = static_cast<Bytes>(batch), E = static_cast<Bytes>(bytes_per_elem),
+             NH = static_cast<Bytes>(heads);
+  const TimeValue ops_per_layer = 12;
+  const TimeValue end = 2 + layers * ops_per_layer + 2;
+  for (int l = 0; l < layers; ++l) {
+    addBuffer(p, 0, end, B * S * H * E, 64);  // K cache
+    addBuffer(p, 0, end, B * S * H * E, 64);  // V cache
+  }
+  TimeValue t = 1;
+  addBuffer(p, 0, t + 1, B * H * E);  // token embedding
+  for (int l = 0; l < layers; ++l) {
+    const TimeValue s = t;
+    addBuffer(p, s, s + ops_per_layer + 1, B * H * E);            // residual in
+    addBuffer(p, s + 1, s + 3, B * H * E);                         // rmsnorm
+    addBuffer(p, s + 2, s + 4, 3 * B * H * E);                     // qkv
+    addBuffer(p, s + 3, s + 5, B * NH * S * 4);                    // scores (fp32)
+    addBuffer(p, s + 4, s + 6, B * NH * S * 4);                    // softmax
+    addBuffer(p, s + 5, s + 7, B * H * E);                         // attention out
+    addBuffer(p, s + 6, s + 8, B * H * E);                         // o-proj
+    addBuffer(p, s + 7, s + 9, B * H * E);                         // add + norm
+    addBuffer(p, s + 8, s + 11, 4 * B * H * E);                    // mlp up
+    addBuffer(p, s + 8, s + 10, 4 * B * H * E);                    // mlp gate
+    addBuffer(p, s + 10, s + 12, 4 * B * H * E);                   // gated act
+    addBuffer(p, s + 11, s + ops_per_layer + 2, B * H * E);        // mlp down
+    t = s + ops_per_layer;
+  }
+  addBuffer(p, t, t + 2, B * H * E);                              // final norm
+  addBuffer(p, t + 1, t + 3, B * 32000 * 4);                      // logits
+  return p;
+}
+
+// U-Net-like encoder/decoder: encoder outputs live until the mirrored
+// decoder level reads them (long, nested lifetimes of varied sizes).
+inline PoolProblem unet(int levels, Bytes base_bytes) {
+  PoolProblem p;
+  TimeValue t = 0;
+  std::vector<TimeValue> skip_start;
+  std::vector<Bytes> skip_size;
+  Bytes size = base_bytes;
+  for (int l = 0; l < levels; ++l) {
+    addBuffer(p, t, t + 2, size);       // conv a
+    addBuffer(p, t + 1, t + 3, size);   // conv b
+    skip_start.push_back(t + 2);
+    skip_size.push_back(size);
+    addBuffer(p, t + 3, t + 5, size / 2);  // downsample
+    t += 4;
+    size /= 2;
+  }
+  const TimeValue mid = t + 2 * levels + 4;
+  for (int l = levels - 1; l >= 0; --l) {
+    const TimeValue use = mid + 4 * (levels - 1 - l);
+    addBuffer(p, skip_start[l], use + 1, skip_size[l]);  // skip tensor
+    addBuffer(p, use - 1, use + 1, skip_size[l]);        // upsample
+    addBuffer(p, use, use + 2, skip_size[l] * 2);        // concat
+    addBuffer(p, use + 1, use + 3, skip_size[l]);        // conv
+  }
+  for (int k = 0; k < 2 * levels + 4; ++k) addBuffer(p, t + k, t + k + 2, size);  // bottleneck
+  return p;
+}
+
+}  // namespace memplan::bench
