@@ -432,25 +432,32 @@ class Searcher {
       if (off_[o] != kUnplaced) continue;
       hatless = false;
       if (min_off_[o] >= top) continue;
-      const Offset old = min_off_[o];
-      trail_.push_back({false, o, old});
-      min_off_[o] = fit(o, top);
+      trail_.push_back({false, o, min_off_[o]});
+      const Offset raised = fit(o, top);
+      min_off_[o] = raised;
       if (!p_.unallocated_floor) continue;
-      // floor_[s] never exceeds the lowest min_off_ of an unplaced item in
-      // s; only a section whose floor equals o's old value can rise.
-      for (SectionIdx s = sl_[o]; s < sr_[o]; ++s)
-        if (floor_[s] >= old && sec_stamp_[s] != stamp_) {
-          sec_stamp_[s] = stamp_;
+      // Recomputing a section's floor can only prune when o, if it were
+      // the lowest there, would leave too little room above it.
+      if (raised > capacity_) continue;  // fails its own test anyway
+      const Bytes room = capacity_ - raised;
+      const Bytes* total = total_.data();
+      std::uint32_t* stamp = sec_stamp_.data();
+      for (SectionIdx s = sl_[o], e = sr_[o]; s < e; ++s)
+        if (total[s] > room && stamp[s] != stamp_) {
+          stamp[s] = stamp_;
           affected_.push_back(s);
         }
     }
     // A section's floor is at least the lowest offset any of its unplaced
     // items can still take.
+    const Offset* off = off_.data();
+    const Offset* min_off = min_off_.data();
+    const Idx* items = sec_items_.data();
     for (SectionIdx s : affected_) {
       Offset lo = kUnplaced;
-      for (std::int32_t k = sec_begin_[s]; k < sec_begin_[s + 1]; ++k) {
-        const Idx o = sec_items_[k];
-        if (off_[o] == kUnplaced) lo = std::min(lo, min_off_[o]);
+      for (std::int32_t k = sec_begin_[s], e = sec_begin_[s + 1]; k < e; ++k) {
+        const Idx o = items[k];
+        if (off[o] == kUnplaced) lo = std::min(lo, min_off[o]);
       }
       if (lo != kUnplaced && floor_[s] < lo) {
         trail_.push_back({true, s, floor_[s]});

@@ -16,6 +16,7 @@ std::unique_ptr<Algorithm> makeExecutorchSuiteAlgorithm();  // greedy.cpp
 std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
 std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
 std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
+std::unique_ptr<Algorithm> makeExactAlgorithm();        // exact.cpp
 
 namespace {
 struct Entry {
@@ -27,6 +28,7 @@ constexpr Entry kAlgorithms[] = {
     {"best_fit", makeBestFitAlgorithm},
     {"local_search", makeLocalSearchAlgorithm},
     {"auto", makeAutoAlgorithm},
+    {"exact", makeExactAlgorithm},
     {"naive", makeNaiveAlgorithm},
     {"greedy", makeGreedyAlgorithm},
     {"greedy_no_overlap", makeGreedyNoOverlapAlgorithm},
