@@ -97,6 +97,8 @@ constexpr ModelFacts kModels[] = {
     {"selfie_segmentation/selfie_segmentation_landscape.tflite", 370, 246, 212906},
 };
 
+void PrintTo(const ModelFacts& facts, std::ostream* os) { *os << facts.path; }
+
 std::string loadModel(const char* rel) {
   const auto path = test::modelsDir() / rel;
   if (!std::filesystem::exists(path)) return {};
@@ -159,7 +161,9 @@ TEST_P(RealModel, MatchesIndependentReader) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, RealModel, ::testing::ValuesIn(kModels),
-                         [](const auto& info) { return "model" + std::to_string(info.index); });
+                         [](const auto& info) {
+                           return std::filesystem::path(info.param.path).stem().string();
+                         });
 
 TEST(TfliteImport, ShortRangeDetails) {
   const std::string bytes = loadModel(kModels[0].path);
