@@ -188,6 +188,41 @@ TEST(Report, JsonCarriesTheSameFacts) {
   EXPECT_TRUE(bare["pools"][0]["peak"]["top_tensors"][0]["shape"].is_null());
 }
 
+TEST(Report, ReservedPrefixAndBodies) {
+  Tiny t = makeTiny();
+  t.plan.graphs[0].pools[0].reserved = 1024;
+  GraphPlan body;
+  body.graph = 1;
+  body.specs.graph = 1;
+  body.specs.steps = 2;
+  Spec s;
+  s.name = "tmp";
+  s.first = 0;
+  s.last = 1;
+  s.planned = true;
+  body.specs.specs = {s};
+  body.allocations = {{0, 1, 0, 0, 1024}};
+  PoolInfo p;
+  p.mem_id = 1;
+  p.size = 1024;
+  p.lower_bound = 1024;
+  p.naive_size = 1024;
+  p.buffers = 1;
+  body.pools = {p};
+  t.plan.graphs.push_back(body);
+  ReportOptions opt;
+  opt.include_timing = false;
+  const std::string text = formatReport(t.plan, nullptr, opt);
+  EXPECT_NE(text.find("  peak at step 3: 3.5 KiB live + 1.0 KiB reserved for control-flow bodies\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("\ngraph 1 pool 1: 1.0 KiB instead of 1.0 KiB, +0.0%\n"), std::string::npos) << text;
+  EXPECT_EQ(analyzePlan(t.plan, nullptr, opt).size(), 2u);
+  opt.include_subgraphs = false;
+  EXPECT_EQ(analyzePlan(t.plan, nullptr, opt).size(), 1u);
+  // JSON totals count the main graph only.
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt))["main_arena_bytes"], 3584);
+}
+
 TEST(Report, EmptyPlanSaysSo) {
   Plan plan;
   plan.graphs.resize(1);

@@ -214,6 +214,35 @@ TEST(Svg, GeometryFollowsOffsetsAndSteps) {
       << svg;
 }
 
+TEST(Svg, SubgraphPanelsOnlyWhenAsked) {
+  Fixture f = makeFixture();
+  GraphPlan body;
+  body.graph = 1;
+  body.specs.graph = 1;
+  body.specs.steps = 2;
+  Spec s;
+  s.name = "body_tmp";
+  s.first = 0;
+  s.last = 1;
+  s.planned = true;
+  body.specs.specs = {s};
+  body.allocations = {{0, 1, 0, 0, 64}};
+  PoolInfo p;
+  p.mem_id = 1;
+  p.size = 64;
+  body.pools = {p};
+  f.plan.graphs.push_back(body);
+  EXPECT_EQ(count(renderSvg(f.plan, nullptr, {}), "<rect class=\"t\""), 5u);
+  SvgOptions opt;
+  opt.include_subgraphs = true;
+  const std::string svg = renderSvg(f.plan, nullptr, opt);
+  EXPECT_EQ(xmlProblem(svg), "");
+  EXPECT_EQ(count(svg, "<rect class=\"t\""), 6u);
+  EXPECT_EQ(count(svg, "<g class=\"pool\""), 3u);
+  EXPECT_NE(svg.find("<g class=\"pool\" data-graph=\"1\" data-mem-id=\"1\">"), std::string::npos);
+  EXPECT_NE(svg.find("graph 1 pool 1 (cpu:0): 64 B"), std::string::npos);
+}
+
 TEST(Svg, DeterministicAndEmptyPlan) {
   const Fixture f = makeFixture();
   EXPECT_EQ(renderSvg(f.plan, &f.model, {}), renderSvg(f.plan, &f.model, {}));

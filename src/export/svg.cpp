@@ -56,6 +56,7 @@ ByteTicks byteTicks(double range) {
   return t;
 }
 std::string byteLabel(double v, const ByteTicks& t) {
+  if (v == 0) return "0 B";
   const double x = v / t.unit;
   if (t.unit == 1 || std::fabs(x - std::round(x)) < 1e-9)
     return fmt::format("{} {}", static_cast<long long>(std::llround(x)), t.name);
