@@ -297,7 +297,7 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
             "g.json:1:1: JSON syntax error: syntax error while parsing value - unexpected "
             "end of input; expected '[', '{', or a literal");
   EXPECT_EQ(errorOf(std::string(100, '[') + std::string(100, ']')),
-            "g.json: JSON nested deeper than 32 levels");
+            "g.json: byte 32: JSON nested deeper than 32 levels");
   EXPECT_EQ(errorOf("[]"), "g.json: expected a JSON object, got an array");
   EXPECT_EQ(errorOf(R"({"format": "onnx", "version": 1})"),
             "g.json: format: expected \"memplan-graph\"");

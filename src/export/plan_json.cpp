@@ -23,7 +23,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr int kMaxDepth = 32;
+constexpr std::size_t kMaxDepth = 32;
 constexpr std::size_t kMaxPools = std::size_t{1} << 16;
 
 // ---- ids ----
@@ -104,6 +104,33 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::string& 
 
 // ---- reader ----
 
+// Deepest nesting of arrays and objects, by a linear scan that skips
+// strings; checked before parsing (nlohmann's callback parser, which could
+// count depth itself, is an order of magnitude slower).
+std::size_t nestingDepth(std::string_view text, std::size_t limit, std::size_t& stop) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) {
+        stop = i;
+        return deepest;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+
 std::string oneLine(std::string_view s, std::size_t max = 200) {
   std::string out;
   for (char c : s.substr(0, max))
@@ -131,15 +158,13 @@ class Reader {
   explicit Reader(const std::string& source) : source_(source) {}
 
   json parse(std::string_view text) const {
-    const json::parser_callback_t depth_cap = [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth)
-        throw InputError(source_ + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
-                         " levels");
-      return true;
-    };
+    std::size_t stop = 0;
+    if (nestingDepth(text, kMaxDepth, stop) > kMaxDepth)
+      throw InputError(source_ + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
+                       std::to_string(kMaxDepth) + " levels");
     json root;
     try {
-      root = json::parse(text.begin(), text.end(), depth_cap);
+      root = json::parse(text.begin(), text.end());
     } catch (const json::parse_error& e) {
       const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
       std::size_t line = 1, col = 1;

@@ -24,7 +24,7 @@ constexpr std::size_t kMaxGraphs = std::size_t{1} << 20;
 constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
 constexpr std::size_t kMaxRefs = std::size_t{1} << 24;
 constexpr std::size_t kMaxRank = 64;
-constexpr int kMaxDepth = 32;
+constexpr std::size_t kMaxDepth = 32;
 constexpr std::int64_t kAmbiguous = -2;  // name map entry: name used twice
 
 // One line: control characters replaced, long text cut.
@@ -36,15 +36,39 @@ std::string oneLine(std::string_view s, std::size_t max = 200) {
   return out;
 }
 
+// Deepest nesting of arrays and objects, by a linear scan that skips
+// strings; checked before parsing (nlohmann's callback parser, which could
+// count depth itself, is an order of magnitude slower).
+std::size_t nestingDepth(std::string_view text, std::size_t limit, std::size_t& stop) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) {
+        stop = i;
+        return deepest;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 json parseJson(std::string_view text, const std::string& source) {
-  const json::parser_callback_t depth_cap = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth)
-      throw InputError(source + ": JSON nested deeper than " + std::to_string(kMaxDepth) +
-                       " levels");
-    return true;
-  };
+  std::size_t stop = 0;
+  if (nestingDepth(text, kMaxDepth, stop) > kMaxDepth)
+    throw InputError(source + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
+                     std::to_string(kMaxDepth) + " levels");
   try {
-    return json::parse(text.begin(), text.end(), depth_cap);
+    return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     // Position from the byte offset; the library's text after its own
     // "parse error at line L, column C: " prefix says what went wrong.
