@@ -214,6 +214,37 @@ TEST(ExactSearch, MinimizeNeverAboveIncumbentAndProvesOptimum) {
   }
 }
 
+TEST(ExactSearch, WindowAroundThePeakKeepsPlacementValid) {
+  std::mt19937_64 rng(2024);
+  PoolProblem p;
+  std::uniform_int_distribution<int> t(0, 60), len(1, 8), sz(1, 16);
+  for (int i = 0; i < 60; ++i) {
+    Buffer b;
+    b.id = i;
+    b.start = t(rng);
+    b.end = b.start + len(rng);
+    b.size = b.nbytes = static_cast<Bytes>(sz(rng));
+    p.buffers.push_back(b);
+  }
+  // Incumbent: everything stacked.
+  std::vector<Offset> stacked;
+  Offset x = 0;
+  for (const Buffer& b : p.buffers) {
+    stacked.push_back(x);
+    x += b.size;
+  }
+  ExactParams params;
+  params.window_threshold = 12;
+  const ExactResult r = minimizeHeight(p, stacked, sweepBound(p), params);
+  EXPECT_EQ(invalid(p, r.offsets, r.height), "");
+  EXPECT_LT(r.height, x);  // the top of the stack came down
+  EXPECT_GT(r.nodes, 0u);
+  // Buffers far from the peak's window keep their offsets.
+  std::size_t kept = 0;
+  for (std::size_t b = 0; b < p.buffers.size(); ++b) kept += r.offsets[b] == stacked[b];
+  EXPECT_GT(kept, 0u);
+}
+
 TEST(ExactSearch, InplacePairsShareOffsets) {
   PoolProblem p;
   auto add = [&](TimeValue s, TimeValue e, Bytes size, BufferId base) {

@@ -597,6 +597,64 @@ Bytes granularity(const PoolProblem& p) {
   return std::max<Bytes>(1, g);
 }
 
+// Large pools: re-solve only the window_threshold buffers nearest in time
+// to the highest buffer; the buffers alive beside them keep their incumbent
+// offsets (pinned), the rest are left alone.
+ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incumbent,
+                         Bytes lower_bound, const ExactParams& params) {
+  const std::size_t n = mp.buffers.size();
+  std::size_t peak = 0;
+  for (std::size_t b = 1; b < n; ++b)
+    if (incumbent[b] + mp.buffers[b].size > incumbent[peak] + mp.buffers[peak].size) peak = b;
+  const Buffer& pb = mp.buffers[peak];
+  auto distance = [&](const Buffer& b) -> TimeValue {
+    if (b.overlaps(pb)) return 0;
+    return b.end <= pb.start ? pb.start - b.end + 1 : b.start - pb.end + 1;
+  };
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  const std::size_t keep = std::max<std::size_t>(1, params.window_threshold);
+  std::nth_element(order.begin(), order.begin() + (keep - 1), order.end(),
+                   [&](std::size_t a, std::size_t b) {
+                     const TimeValue da = distance(mp.buffers[a]), db = distance(mp.buffers[b]);
+                     return da != db ? da < db : a < b;
+                   });
+  std::vector<char> in_window(n, 0);
+  TimeValue lo_t = pb.start, hi_t = pb.end;
+  for (std::size_t k = 0; k < keep; ++k) {
+    in_window[order[k]] = 1;
+    lo_t = std::min(lo_t, mp.buffers[order[k]].start);
+    hi_t = std::max(hi_t, mp.buffers[order[k]].end);
+  }
+  PoolProblem sub;
+  sub.mem_id = mp.mem_id;
+  sub.reserved = mp.reserved;
+  std::vector<std::size_t> origin;
+  std::vector<Offset> sub_incumbent;
+  for (std::size_t b = 0; b < n; ++b) {
+    const Buffer& buf = mp.buffers[b];
+    const bool beside = !in_window[b] && buf.start < hi_t && lo_t < buf.end;
+    if (!in_window[b] && !beside) continue;
+    Buffer copy = buf;
+    copy.id = static_cast<BufferId>(sub.buffers.size());
+    copy.inplace_base = kNone;
+    if (beside) copy.fixed_offset = incumbent[b];
+    sub.buffers.push_back(std::move(copy));
+    origin.push_back(b);
+    sub_incumbent.push_back(incumbent[b]);
+  }
+  ExactParams inner = params;
+  inner.window_threshold = std::numeric_limits<std::size_t>::max();
+  const ExactResult r = minimizeHeight(sub, sub_incumbent, lower_bound, inner);
+  ExactResult out;
+  out.offsets = incumbent;
+  for (std::size_t k = 0; k < origin.size(); ++k) out.offsets[origin[k]] = r.offsets[k];
+  out.height = heightOf(mp, out.offsets);
+  out.found = true;
+  out.nodes = r.nodes;
+  return out;
+}
+
 }  // namespace
 
 ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
@@ -620,6 +678,13 @@ ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>
   for (std::size_t g = 0; g < merged.members.size(); ++g)
     best[g] = incumbent.at(merged.members[g].front());
   Bytes best_height = heightOf(mp, best);
+  if (mp.buffers.size() > params.window_threshold) {
+    ExactResult out = windowSearch(mp, best, lower_bound, params);
+    out.offsets = pool::expandOffsets(merged, out.offsets);
+    out.height = heightOf(problem, out.offsets);
+    out.proven_optimal = out.height <= std::max(lower_bound, mp.reserved);
+    return out;
+  }
   const Bytes g = granularity(mp);
   // Heights are multiples of g: round the bound up to one.
   Bytes lo = std::max(lower_bound, mp.reserved);
