@@ -1,0 +1,17 @@
+// Fuzzes the ONNX importer; accepted models are planned and checked.
+#include "fuzz_common.h"
+#include "memplan/import.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace memplan;
+  Model model;
+  try {
+    ImportOptions options;
+    options.unknown_size_bytes = 64;  // plan what cannot be sized
+    model = importOnnx(fuzz::asText(data, size), "fuzz.onnx", options);
+  } catch (const InputError&) {
+    return 0;
+  }
+  fuzz::planAndCheck(model);
+  return 0;
+}
