@@ -375,5 +375,37 @@ TEST(Html, WritesAPageWhenAsked) {
   std::ofstream(path, std::ios::binary) << html;
 }
 
+TEST(Cli, HtmlAndSvgOfAnExampleModelAgreeWithTheReport) {
+  const auto model = test::modelsDir() / "selfie_segmentation" / "selfie_segmentation.tflite";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "example models not fetched: " << model;
+  const auto dir = test::tempDir("viewer-cli");
+  const auto html = dir / "plan.html", svg = dir / "plan.svg";
+  const auto r = test::runCli("plan '" + model.string() + "' --json --html '" + html.string() +
+                              "' --svg '" + svg.string() + "' --compare greedy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["pools"].size(), 1u);
+  const std::size_t tensors = report["pools"][0]["tensors"].get<std::size_t>();
+  EXPECT_GT(tensors, 200u);
+
+  const auto data = pageData(test::readText(html));
+  ASSERT_TRUE(data.is_object());
+  ASSERT_EQ(data["plans"].size(), 2u);  // auto and greedy
+  const auto& g = data["plans"][0]["graphs"][0];
+  EXPECT_EQ(g["tensors"]["name"].size(), tensors);
+  EXPECT_EQ(g["pools"][0]["size"], report["pools"][0]["arena_bytes"]);
+  EXPECT_EQ(g["pools"][0]["lower_bound"], report["pools"][0]["lower_bound_bytes"]);
+  EXPECT_EQ(data["plans"][1]["algorithm"], "greedy");
+  // Every tensor of the auto plan lies inside the arena.
+  const Bytes arena = report["pools"][0]["arena_bytes"].get<Bytes>();
+  for (std::size_t i = 0; i < tensors; ++i)
+    EXPECT_LE(g["tensors"]["offset"][i].get<Bytes>() + g["tensors"]["size"][i].get<Bytes>(), arena);
+
+  const std::string picture = test::readText(svg);
+  EXPECT_EQ(xmlProblem(picture), "");
+  EXPECT_EQ(count(picture, "<rect class=\"t\""), tensors);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace memplan
