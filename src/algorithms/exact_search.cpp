@@ -603,10 +603,18 @@ Bytes granularity(const PoolProblem& p) {
 ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incumbent,
                          Bytes lower_bound, const ExactParams& params) {
   const std::size_t n = mp.buffers.size();
-  std::size_t peak = 0;
-  for (std::size_t b = 1; b < n; ++b)
-    if (incumbent[b] + mp.buffers[b].size > incumbent[peak] + mp.buffers[peak].size) peak = b;
-  const Buffer& pb = mp.buffers[peak];
+  // The peak: the lifetime hull of every buffer reaching the top (ties
+  // included, or the window could not lower the height at all).
+  const Bytes top = heightOf(mp, incumbent);
+  Buffer pb;
+  bool any = false;
+  for (std::size_t b = 0; b < n; ++b) {
+    const Buffer& buf = mp.buffers[b];
+    if (buf.size == 0 || incumbent[b] + buf.size != top) continue;
+    pb.start = any ? std::min(pb.start, buf.start) : buf.start;
+    pb.end = any ? std::max(pb.end, buf.end) : buf.end;
+    any = true;
+  }
   auto distance = [&](const Buffer& b) -> TimeValue {
     if (b.overlaps(pb)) return 0;
     return b.end <= pb.start ? pb.start - b.end + 1 : b.start - pb.end + 1;
@@ -688,6 +696,8 @@ ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>
   const Bytes g = granularity(mp);
   // Heights are multiples of g: round the bound up to one.
   Bytes lo = std::max(lower_bound, mp.reserved);
+  for (const Buffer& b : mp.buffers)
+    if (b.fixed_offset) lo = std::max(lo, *b.fixed_offset + b.size);
   lo = (lo + g - 1) / g * g;
   ExactResult out;
   std::uint64_t budget = params.node_limit;
