@@ -530,9 +530,13 @@ class ShapeFolder {
       auto shape = knownShape(s, n.input(0));
       if (!shape) return std::nullopt;
       if (op == "Size") {
-        std::int64_t p = 1;
-        for (auto d : *shape) p *= d;
-        return IntTensor{7, {}, {p}};
+        std::uint64_t p = 1;
+        for (auto d : *shape) {
+          auto next = checkedMul(p, static_cast<std::uint64_t>(d));
+          if (!next) return std::nullopt;
+          p = *next;
+        }
+        return IntTensor{7, {}, {static_cast<std::int64_t>(p)}};
       }
       const auto r = static_cast<std::int64_t>(shape->size());
       std::int64_t start = attrInt(n, "start", 0), end = attrInt(n, "end", r);
@@ -564,13 +568,15 @@ class ShapeFolder {
       if (!all || in.size() != 3) return std::nullopt;
       for (auto* t : in)
         if (t->v.size() != 1) return std::nullopt;
-      const std::int64_t start = in[0]->v[0], limit = in[1]->v[0], delta = in[2]->v[0];
+      const __int128 start = in[0]->v[0], limit = in[1]->v[0], delta = in[2]->v[0];
       if (delta == 0) return std::nullopt;
-      const double count = std::ceil(static_cast<double>(limit - start) / static_cast<double>(delta));
-      if (!(count <= double(kMaxFoldElements))) return std::nullopt;
+      const __int128 diff = limit - start;
+      __int128 count = 0;  // ceil(diff / delta) when positive
+      if (diff != 0 && (diff > 0) == (delta > 0)) count = (diff + delta - (delta > 0 ? 1 : -1)) / delta;
+      if (count > static_cast<__int128>(kMaxFoldElements)) return std::nullopt;
       IntTensor t{in[0]->elem, {}, {}};
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(std::max(0.0, count)); ++i)
-        t.v.push_back(start + i * delta);
+      for (__int128 i = 0; i < count; ++i)
+        t.v.push_back(wrapTo(t.elem, static_cast<std::int64_t>(start + i * delta)));
       t.dims = {static_cast<std::int64_t>(t.v.size())};
       return t;
     }
@@ -588,8 +594,10 @@ class ShapeFolder {
     }
     if (op == "Neg" || op == "Abs" || op == "Not") {
       IntTensor t = x;
-      for (auto& v : t.v)
-        v = op == "Neg" ? wrapTo(t.elem, -v) : op == "Abs" ? wrapTo(t.elem, v < 0 ? -v : v) : !v;
+      for (auto& v : t.v) {
+        const auto neg = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(v));
+        v = op == "Neg" ? wrapTo(t.elem, neg) : op == "Abs" ? wrapTo(t.elem, v < 0 ? neg : v) : !v;
+      }
       return t;
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal" ||
@@ -628,7 +636,7 @@ class ShapeFolder {
       const bool allowzero = attrInt(n, "allowzero", 0) != 0;
       std::vector<std::int64_t> dims = in[1]->v;
       int infer = -1;
-      std::int64_t known = 1;
+      __int128 known = 1;
       for (std::size_t k = 0; k < dims.size(); ++k) {
         if (dims[k] == 0 && !allowzero) {
           if (k >= x.dims.size()) return std::nullopt;
@@ -641,12 +649,13 @@ class ShapeFolder {
           return std::nullopt;
         } else {
           known *= dims[k];
+          if (known > static_cast<__int128>(kMaxBytes)) return std::nullopt;
         }
       }
       const auto total = static_cast<std::int64_t>(x.v.size());
       if (infer >= 0) {
         if (known == 0 || total % known) return std::nullopt;
-        dims[static_cast<std::size_t>(infer)] = total / known;
+        dims[static_cast<std::size_t>(infer)] = static_cast<std::int64_t>(total / known);
       }
       auto count = elementCount(dims);
       if (!count || *count != x.v.size()) return std::nullopt;
@@ -655,9 +664,12 @@ class ShapeFolder {
     if (op == "Flatten") {
       auto axis = axisOf(attrInt(n, "axis", 1), x.dims.size() + 1);
       if (!axis) return std::nullopt;
-      std::int64_t a = 1, b = 1;
-      for (std::size_t k = 0; k < x.dims.size(); ++k) (k < *axis ? a : b) *= x.dims[k];
-      return IntTensor{x.elem, {a, b}, x.v};
+      __int128 a = 1, b = 1;  // dims of a tensor of <= kMaxFoldElements
+      for (std::size_t k = 0; k < x.dims.size(); ++k) {
+        if (x.dims[k] == 0) return std::nullopt;
+        (k < *axis ? a : b) *= x.dims[k];
+      }
+      return IntTensor{x.elem, {static_cast<std::int64_t>(a), static_cast<std::int64_t>(b)}, x.v};
     }
     if (op == "Unsqueeze" || op == "Squeeze") {
       std::vector<std::int64_t> axes = intsAttr(n, "axes");
@@ -776,7 +788,8 @@ class ShapeFolder {
       for (std::size_t i = 0; i < starts.size(); ++i) {
         auto ax = axisOf(axes[i], r);
         if (!ax || steps[i] == 0) return std::nullopt;
-        const std::int64_t d = x.dims[*ax], step = steps[i];
+        const std::int64_t d = x.dims[*ax];
+        const __int128 step = steps[i];
         auto clampIdx = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
           if (v < 0) v += d;
           return std::clamp(v, lo, hi);
@@ -785,15 +798,15 @@ class ShapeFolder {
         if (step > 0) {
           s0 = clampIdx(starts[i], 0, d);
           e0 = clampIdx(ends[i], 0, d);
-          len[*ax] = e0 > s0 ? (e0 - s0 + step - 1) / step : 0;
+          len[*ax] = e0 > s0 ? static_cast<std::int64_t>((e0 - s0 + step - 1) / step) : 0;
         } else {
           s0 = clampIdx(starts[i], -1, d - 1);
           e0 = clampIdx(ends[i], -1, d - 1);
           if (ends[i] < -d) e0 = -1;
-          len[*ax] = s0 > e0 ? (s0 - e0 - step - 1) / -step : 0;
+          len[*ax] = s0 > e0 ? static_cast<std::int64_t>((s0 - e0 - step - 1) / -step) : 0;
         }
         b[*ax] = s0;
-        st[*ax] = step;
+        st[*ax] = steps[i];
       }
       IntTensor t{x.elem, len, {}};
       auto count = elementCount(len);
