@@ -182,6 +182,102 @@ TEST(ExecutorchGreedy, ZeroSizeSpecs) {
   EXPECT_EQ(objects(q), (std::vector<std::int32_t>{1, 0}));
 }
 
+// Straight transcription of ExecuTorch's greedy (every allocation of
+// every object scanned), to check the windowed implementation against.
+PoolSolution referenceGreedy(const PoolProblem& p, bool overlapping) {
+  const auto n = static_cast<BufferId>(p.buffers.size());
+  std::vector<BufferId> root(n);
+  for (BufferId i = 0; i < n; ++i) {
+    BufferId r = i;
+    while (p.buffers[r].inplace_base != kNone) r = p.buffers[r].inplace_base;
+    root[i] = r;
+  }
+  std::vector<BufferId> order;
+  for (BufferId i = 0; i < n; ++i)
+    if (root[i] == i) order.push_back(i);
+  auto key = [&](BufferId i) { return (p.buffers[i].nbytes + 15) / 16 * 16; };
+  std::stable_sort(order.begin(), order.end(), [&](BufferId a, BufferId b) { return key(a) < key(b); });
+  std::reverse(order.begin(), order.end());
+  struct Obj { Bytes size; std::vector<std::pair<BufferId, Offset>> allocs; };
+  std::vector<Obj> objs;
+  std::vector<std::pair<int, Offset>> where(n);
+  for (BufferId b : order) {
+    const Buffer& B = p.buffers[b];
+    int picked = -1;
+    Offset at = 0;
+    for (int o = 0; o < static_cast<int>(objs.size()) && picked < 0; ++o) {
+      bool free = B.size <= objs[o].size;
+      for (const auto& [a, off] : objs[o].allocs) free = free && !p.buffers[a].overlaps(B);
+      if (free) picked = o;
+    }
+    for (int o = 0; overlapping && o < static_cast<int>(objs.size()) && picked < 0; ++o) {
+      Offset top = 0;
+      for (const auto& [a, off] : objs[o].allocs)
+        if (p.buffers[a].overlaps(B)) top = std::max(top, off + p.buffers[a].size);
+      if (top > 0 && top + B.size <= objs[o].size) {
+        picked = o;
+        at = top;
+      }
+    }
+    if (picked < 0) {
+      objs.push_back(Obj{B.size, {}});
+      picked = static_cast<int>(objs.size()) - 1;
+    }
+    objs[picked].allocs.emplace_back(b, at);
+    where[b] = {picked, at};
+  }
+  std::vector<Offset> base;
+  Bytes end = p.reserved;
+  for (const Obj& o : objs) {
+    base.push_back(end);
+    end += o.size;
+  }
+  PoolSolution sol;
+  sol.size = end + (order.empty() ? 0 : p.extra_padding);
+  for (BufferId i = 0; i < n; ++i) {
+    sol.offsets.push_back(base[where[root[i]].first] + where[root[i]].second);
+    sol.mem_obj_ids.push_back(where[root[i]].first);
+  }
+  return sol;
+}
+
+TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnRandomPools) {
+  std::uint64_t state = 12345;
+  auto next = [&](std::uint64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % bound;
+  };
+  int compared = 0;
+  for (int round = 0; round < 400; ++round) {
+    PoolProblem p;
+    p.reserved = next(3) * 16;
+    p.extra_padding = next(2) * 64;
+    const int n = 1 + static_cast<int>(next(60));
+    const Bytes align = Bytes{1} << next(7);
+    const TimeValue horizon = 1 + static_cast<TimeValue>(next(40));
+    for (int i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = i;
+      b.start = static_cast<TimeValue>(next(horizon));
+      b.end = b.start + 1 + static_cast<TimeValue>(next(round % 2 ? 4 : 30));
+      b.nbytes = next(10) == 0 ? 0 : 1 + next(round % 3 ? 64 : 400);
+      b.size = (b.nbytes + align - 1) / align * align;
+      if (i > 0 && next(8) == 0) b.inplace_base = static_cast<BufferId>(next(i));
+      p.buffers.push_back(b);
+    }
+    for (bool overlapping : {true, false}) {
+      const PoolSolution want = referenceGreedy(p, overlapping);
+      const PoolSolution got =
+          makeAlgorithm(overlapping ? "greedy" : "greedy_no_overlap")->solve(p, AlgorithmParams{});
+      ASSERT_EQ(got.size, want.size) << "round " << round;
+      ASSERT_EQ(got.offsets, want.offsets) << "round " << round;
+      ASSERT_EQ(got.mem_obj_ids, want.mem_obj_ids) << "round " << round;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 800);
+}
+
 TEST(ExecutorchSuite, PicksTheSmallestAndNamesTheWinner) {
   const GraphPlan p = plan(defectOne(), "suite");
   EXPECT_EQ(p.bufsizes, (std::vector<Bytes>{0, 128}));

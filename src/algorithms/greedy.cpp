@@ -26,9 +26,12 @@
 //     offset, ignoring their own lifetime (ExecuTorch defect 3; kept here
 //     because these algorithms must match ExecuTorch exactly).
 //
-// Cost: (a) and (b) scan every allocation of every object, O(n^2) overall
-// like ExecuTorch; each object's lifetime hull lets (a) skip the scan when
-// the buffer lies entirely outside it. All arrays are sized once up front.
+// Cost: ExecuTorch scans every allocation of every object, O(n^2). Here
+// each object keeps its allocations sorted by start, so only those that can
+// overlap the buffer in time are looked at (a window found by binary
+// search); its lifetime hull skips even that when the buffer lies outside
+// it, and (b) skips objects not larger than the buffer. Same choices,
+// same result.
 #include <algorithm>
 #include <numeric>
 
@@ -106,68 +109,70 @@ class ExecutorchGreedy final : public Algorithm {
       return key[a] != key[b] ? key[a] > key[b] : a > b;
     });
 
-    // 2. Shared objects. Allocations of an object form a linked list in
-    // flat arrays, in the order they were made.
+    // 2. Shared objects. Each keeps its allocations sorted by start and its
+    // longest lifetime, so the allocations that can overlap [s, e) are the
+    // window with start in (s - longest, e): a binary search, not a scan.
+    struct Alloc {
+      TimeValue start, end;
+      Offset top;                     // offset + size inside the object
+    };
     struct Object {
       Bytes size = 0;
       TimeValue first = 0, last = 0;  // hull of the allocations' lifetimes
-      BufferId head = kNone, tail = kNone;
+      TimeValue longest = 0;
+      std::vector<Alloc> allocs;      // by start
       Offset offset = 0;              // materialized position
     };
     std::vector<Object> objects;
     objects.reserve(order.size());
-    std::vector<BufferId> next_alloc(n, kNone);
-    std::vector<Offset> local(n, 0);     // offset inside the object
+    std::vector<Offset> local(n, 0);  // offset inside the object
     std::vector<std::int32_t> obj_of(n, kNone);
     std::uint64_t work = 0;
 
-    auto overlaps = [&](BufferId a, BufferId b) { return bufs[a].overlaps(bufs[b]); };
-    auto add = [&](std::int32_t o, BufferId b, Offset at) {
-      Object& obj = objects[o];
-      if (obj.head == kNone) {
-        obj.head = b;
-        obj.first = bufs[b].start;
-        obj.last = bufs[b].end;
-      } else {
-        next_alloc[obj.tail] = b;
-        obj.first = std::min(obj.first, bufs[b].start);
-        obj.last = std::max(obj.last, bufs[b].end);
-      }
-      obj.tail = b;
-      local[b] = at;
-      obj_of[b] = o;
+    auto window = [](const Object& obj, TimeValue s, TimeValue e) {
+      auto lo = std::partition_point(obj.allocs.begin(), obj.allocs.end(),
+                                     [&](const Alloc& a) { return a.start <= s - obj.longest; });
+      auto hi = std::partition_point(lo, obj.allocs.end(),
+                                     [&](const Alloc& a) { return a.start < e; });
+      return std::make_pair(lo, hi);
     };
 
     for (BufferId b : order) {
       const Bytes size = bufs[b].size;
+      const TimeValue s = bufs[b].start, e = bufs[b].end;
       const auto count = static_cast<std::int32_t>(objects.size());
       std::int32_t picked = kNone;
       Offset at = 0;
-      // (a) first object with no time-overlapping allocation.
+      // (a) first object with no time-overlapping allocation. Objects never
+      // grow: a buffer larger than the object cannot go in (ExecuTorch
+      // asserts here instead; see the header).
       for (std::int32_t o = 0; o < count && picked == kNone; ++o) {
         const Object& obj = objects[o];
-        bool free = bufs[b].end <= obj.first || obj.last <= bufs[b].start;
+        if (size > obj.size) continue;
+        bool free = e <= obj.first || obj.last <= s;
         if (!free) {
           free = true;
-          for (BufferId a = obj.head; a != kNone; a = next_alloc[a]) {
+          const auto [lo, hi] = window(obj, s, e);
+          for (auto a = lo; a != hi; ++a) {
             ++work;
-            if (overlaps(a, b)) { free = false; break; }
+            if (a->end > s) { free = false; break; }
           }
         }
-        // Objects never grow: a buffer larger than the object cannot go
-        // in (ExecuTorch asserts here instead).
-        if (free && size <= obj.size) picked = o;
+        if (free) picked = o;
       }
-      // (b) first object with room above its overlapping allocations.
+      // (b) first object with room above its overlapping allocations
+      // (top > 0 and top + size <= object size needs size < object size).
       if (picked == kNone && allow_overlapping_) {
         for (std::int32_t o = 0; o < count && picked == kNone; ++o) {
           const Object& obj = objects[o];
+          if (obj.size <= size) continue;
           Offset top = 0;
-          for (BufferId a = obj.head; a != kNone; a = next_alloc[a]) {
+          const auto [lo, hi] = window(obj, s, e);
+          for (auto a = lo; a != hi; ++a) {
             ++work;
-            if (overlaps(a, b)) top = std::max(top, local[a] + bufs[a].size);
+            if (a->end > s) top = std::max(top, a->top);
           }
-          if (top > 0 && top <= obj.size && size <= obj.size - top) {
+          if (top > 0 && size <= obj.size - top) {
             picked = o;
             at = top;
           }
@@ -177,10 +182,20 @@ class ExecutorchGreedy final : public Algorithm {
       if (picked == kNone) {
         objects.push_back(Object{});
         objects.back().size = size;
+        objects.back().first = s;
+        objects.back().last = e;
         picked = count;
         at = 0;
       }
-      add(picked, b, at);
+      Object& obj = objects[picked];
+      obj.first = std::min(obj.first, s);
+      obj.last = std::max(obj.last, e);
+      obj.longest = std::max(obj.longest, e - s);
+      const auto pos = std::partition_point(obj.allocs.begin(), obj.allocs.end(),
+                                            [&](const Alloc& a) { return a.start <= s; });
+      obj.allocs.insert(pos, Alloc{s, e, at + size});
+      local[b] = at;
+      obj_of[b] = picked;
     }
 
     // 3. Materialize after the reserved prefix.
