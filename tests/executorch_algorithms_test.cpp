@@ -134,6 +134,8 @@ TEST(ExecutorchGreedy, ExtraPaddingEndsEveryUsedPool) {
             (std::vector<Bytes>{0, 48 + 64, 0, 16 + 64}));
   // naive ignores padding.
   EXPECT_EQ(plan(g, "naive", {}, 64).bufsizes, (std::vector<Bytes>{0, 48, 0, 16}));
+  // The no-reuse baseline carries the same padding as the plan.
+  EXPECT_EQ(plan(g, "greedy", {}, 64).pools.at(0).naive_size, 48u + 64u);
 }
 
 TEST(ExecutorchGreedy, ReservedPrefixComesFirst) {
@@ -516,6 +518,48 @@ TEST(SpecListReader, RejectsMalformedInputWithThePlace) {
             "case.json: JSON nested deeper than 32 levels");
   EXPECT_EQ(readError(withSpecs(ok, R"( "expected": {"bufsizes": [0], "allocations": [{"id": 4}]},)")),
             "case.json: expected.allocations[0].id: no spec has id 4");
+}
+
+TEST(SpecListReader, MangledFilesAreInputErrorsNeverCrashes) {
+  const std::string good =
+      R"({"name": "m", "algorithm": "greedy", "alignment": 8, "extra_padding": 64,
+          "input_mem_buffer_sizes": [0, 32, 16],
+          "specs": [{"id": 0, "nbytes": 100, "lifetime": [0, 4], "mem_id": null, "inplace_base": null},
+                    {"id": 1, "nbytes": 7, "lifetime": [2, 9], "mem_id": 2, "inplace_base": null},
+                    {"id": 2, "nbytes": 64, "lifetime": [5, 9], "mem_id": null, "inplace_base": 0},
+                    {"id": 3, "nbytes": 33, "lifetime": [1, 3], "mem_id": 1, "inplace_base": null}]})";
+  std::uint64_t state = 99;
+  auto next = [&](std::uint64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % bound;
+  };
+  static const char kBytes[] = "0123456789-[]{},:\"ex. ";
+  std::size_t accepted = 0, rejected = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = good;
+    if (round < 300) {
+      text.resize(next(text.size()));  // truncated
+    } else {
+      for (int k = 1 + static_cast<int>(next(3)); k > 0; --k)
+        text[next(text.size())] = kBytes[next(sizeof(kBytes) - 1)];
+    }
+    try {
+      const SpecListCase c = readSpecListJson(text, "m.json");
+      PlanRequest r;
+      r.algorithm = c.algorithm;
+      r.extra_padding = c.extra_padding;
+      planSpecs(c.specs, r, c.input_mem_buffer_sizes);
+      ++accepted;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("m.json: ", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      ++rejected;
+    } catch (const PlanError&) {
+      ++rejected;  // e.g. sizes summing past the limit
+    }
+  }
+  EXPECT_GT(accepted, 0u);
+  EXPECT_GT(rejected, 0u);
 }
 
 TEST(SpecListReader, CaseRunsThroughPlanSpecs) {

@@ -445,8 +445,10 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
     info.lower_bound = lowerBound(run.problem);
     info.reserved = run.problem.reserved;
     info.naive_size = run.problem.reserved;
+    // No reuse at all, with the same prefix and padding as the plan.
     for (const Buffer& b : run.problem.buffers)
-      if (b.inplace_base == kNone) info.naive_size = checkedAdd(info.naive_size, b.size).value_or(kMaxBytes);
+      if (b.inplace_base == kNone) info.naive_size = satAdd(info.naive_size, b.size);
+    info.naive_size = satAdd(info.naive_size, run.problem.extra_padding);
     info.buffers = run.problem.buffers.size();
     info.algorithm = run.solution.algorithm;
     info.proven_optimal = run.solution.proven_optimal || info.size == info.lower_bound;
