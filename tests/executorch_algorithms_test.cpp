@@ -332,6 +332,30 @@ TEST(PlanSpecs, PinnedOffsetIsRejectedByExecutorchAlgorithms) {
   EXPECT_THROW(plan(g, "greedy"), InputError);
 }
 
+TEST(PlanSpecs, InplaceCycleAndBadSpecsAreInputErrors) {
+  std::vector<Spec> s = {spec("a", 16, 0, 1), spec("b", 16, 0, 1)};
+  s[0].inplace_base = 1;
+  s[1].inplace_base = 0;
+  EXPECT_THROW(plan(graphOf(s), "greedy"), InputError);
+  EXPECT_THROW(plan(graphOf({spec("a", 16, 3, 2)}), "greedy"), InputError);
+  GraphSpecs g = graphOf({spec("a", 16, 0, 1)});
+  g.specs[0].mem_id = 0;
+  EXPECT_THROW(plan(g, "naive"), InputError);
+  g.specs[0].mem_id = std::nullopt;
+  g.specs[0].alignment = 24;
+  EXPECT_THROW(plan(g, "greedy"), InputError);
+}
+
+TEST(PlanSpecs, UnplannedBaseLeavesAnOrdinarySpec) {
+  std::vector<Spec> s = {spec("a", 32, 0, 1), spec("b", 32, 0, 1)};
+  s[0].planned = false;
+  s[1].inplace_base = 0;
+  const GraphPlan p = plan(graphOf(s), "greedy");
+  EXPECT_EQ(p.bufsizes, (std::vector<Bytes>{0, 32}));
+  ASSERT_NE(p.find(1), nullptr);
+  EXPECT_EQ(p.find(1)->offset, 0u);
+}
+
 TEST(PlanSpecs, FindAndAllocationFields) {
   std::vector<Spec> s = {spec("a", 20, 0, 1), spec("b", 20, 0, 1), spec("c", 20, 0, 1)};
   s[1].planned = false;

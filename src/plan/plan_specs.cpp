@@ -103,6 +103,10 @@ Prepared prepare(const GraphSpecs& graph) {
     for (SpecId steps = 0;; ++steps) {
       const SpecId b = graph.specs[r].inplace_base;
       if (b == kNone || b < 0 || b >= n || !graph.specs[b].planned) break;
+      if (p.root[b] != kNone) {  // known already: long chains stay O(n)
+        r = p.root[b];
+        break;
+      }
       if (steps > n)
         throw InputError(fmt::format("{}: inplace_base chain forms a cycle",
                                      specName(graph.specs[s])));
