@@ -68,6 +68,9 @@ class Auto : public Algorithm {
         fmt::format("best_fit({},{})", heur::orderName(port.which), heur::fitName(port.fit)), lb,
         work);
     report("heuristics", best.size, lb);
+    // Best placement of the merged groups so far (the exact search's start).
+    std::vector<Offset> own_offsets = best.offsets;
+    Bytes own_height = port.height;
 
     if (!best.proven_optimal && params.use_executorch_in_portfolio &&
         problem.buffers.size() <= kExecutorchMaxBuffers) {
@@ -77,7 +80,7 @@ class Auto : public Algorithm {
           // ExecuTorch ignores per-buffer alignment and places in-place
           // results late (its defect 3): keep its plan only if it is safe.
           if (pool::poolSize(problem, g.offsets) < best.size &&
-              pool::checkPlacement(problem, g.offsets).empty()) {
+              pool::checkPlacementExact(problem, g.offsets).empty()) {
             best = std::move(g);
             best.size = pool::poolSize(problem, best.offsets);
             best.proven_optimal = best.size <= lb;
@@ -104,9 +107,13 @@ class Auto : public Algorithm {
                                       port.offsets, lp);
       work += r.work;
       const Bytes size = r.height + pad;
-      if (size < best.size) {
+      if (size < best.size || (size == best.size && best.algorithm == "greedy")) {
         best = pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets), "local_search",
                                   lb, work);
+      }
+      if (r.height < own_height) {
+        own_height = r.height;
+        own_offsets = pool::expandOffsets(merged, r.offsets);
       }
       report("local search", best.size, lb);
     }
@@ -119,8 +126,12 @@ class Auto : public Algorithm {
           std::min(1e15, std::max(0.0, params.effort) * static_cast<double>(ep.node_limit)));
       if (params.time_limit_seconds > 0)
         ep.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+      // The exact search starts from a placement of the merged groups:
+      // ours (ExecuTorch's may rely on its own in-place rule).
       const Bytes height = best.size - pad;
-      const exact::ExactResult r = exact::minimizeHeight(problem, best.offsets, target, ep);
+      const bool ours = pool::checkPlacement(problem, best.offsets).empty();
+      const exact::ExactResult r =
+          exact::minimizeHeight(problem, ours ? best.offsets : own_offsets, target, ep);
       work += r.nodes;
       if (r.found && r.height < height && pool::checkPlacement(problem, r.offsets).empty()) {
         best = pool::makeSolution(problem, r.offsets, "exact", lb, work);

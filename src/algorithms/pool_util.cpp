@@ -172,6 +172,61 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
   return {};
 }
 
+std::string checkPlacementExact(const PoolProblem& problem, const std::vector<Offset>& offsets) {
+  const std::size_t n = problem.buffers.size();
+  if (offsets.size() != n) return fmt::format("{} offsets for {} buffers", offsets.size(), n);
+  MergedProblem merged;
+  try {
+    merged = mergeInplace(problem);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Buffer& b = problem.buffers[i];
+    if (offsets[i] % std::max<Bytes>(1, b.alignment) != 0)
+      return fmt::format("buffer {} ('{}') at {} is not aligned", i, b.name, offsets[i]);
+    if (offsets[i] < problem.reserved)
+      return fmt::format("buffer {} ('{}') is inside the reserved prefix", i, b.name);
+    if (b.fixed_offset && *b.fixed_offset != offsets[i])
+      return fmt::format("buffer {} ('{}') is not at its pin", i, b.name);
+    if (b.inplace_base != kNone && offsets[b.inplace_base] != offsets[i])
+      return fmt::format("buffer {} ('{}') is not at its in-place base", i, b.name);
+  }
+  struct Event { TimeValue t; bool start; BufferId b; };
+  std::vector<Event> events;
+  for (const Buffer& b : problem.buffers) {
+    if (b.size == 0 || b.end <= b.start) continue;
+    events.push_back({b.start, true, b.id});
+    events.push_back({b.end, false, b.id});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.t != b.t) return a.t < b.t;
+    if (a.start != b.start) return !a.start;
+    return a.b < b.b;
+  });
+  std::vector<BufferId> live;
+  std::vector<std::size_t> slot(n, 0);
+  for (const Event& e : events) {
+    if (!e.start) {
+      const std::size_t k = slot[e.b];
+      live[k] = live.back();
+      slot[live[k]] = k;
+      live.pop_back();
+      continue;
+    }
+    const Buffer& x = problem.buffers[e.b];
+    for (BufferId y : live) {
+      if (merged.group_of[y] == merged.group_of[e.b]) continue;
+      const Buffer& o = problem.buffers[y];
+      if (offsets[e.b] < offsets[y] + o.size && offsets[y] < offsets[e.b] + x.size)
+        return fmt::format("buffers '{}' and '{}' overlap in time and bytes", x.name, o.name);
+    }
+    slot[e.b] = live.size();
+    live.push_back(e.b);
+  }
+  return {};
+}
+
 PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offsets,
                           std::string algorithm, Bytes lower_bound, std::uint64_t work) {
   PoolSolution s;

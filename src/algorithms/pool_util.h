@@ -48,6 +48,11 @@ Bytes poolSize(const PoolProblem& problem, const std::vector<Offset>& offsets);
 // one line naming the first problem found.
 std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>& offsets);
 
+// The same check with each buffer on its own lifetime and size, members
+// of one in-place group exempt from each other (the verifier's rule; what
+// ExecuTorch's plans are held to). O(n x live buffers).
+std::string checkPlacementExact(const PoolProblem& problem, const std::vector<Offset>& offsets);
+
 // Fills a PoolSolution (mem_obj_ids all 0) from absolute offsets.
 PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offsets,
                           std::string algorithm, Bytes lower_bound, std::uint64_t work);
