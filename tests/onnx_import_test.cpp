@@ -147,6 +147,8 @@ TEST(OnnxImport, ExampleModelsMatchTheProto) {
     EXPECT_EQ(m.graphs.size(), facts.graphs);
     EXPECT_EQ(m.graphs.size(), ex.subgraphs + 1);
     EXPECT_EQ(m.main().nodes.size(), static_cast<std::size_t>(proto.graph().node_size()));
+    std::set<std::string> graph_names;
+    for (const auto& g : m.graphs) EXPECT_TRUE(graph_names.insert(g.name).second) << g.name;
     std::size_t constants = 0;
     Bytes constant_bytes = 0;
     for (const auto& t : m.tensors)
@@ -256,6 +258,31 @@ TEST(OnnxImport, ExampleModelsPlanAndVerify) {
       EXPECT_GT(v.checked_allocations, 0u);
     }
   }
+}
+
+TEST(OnnxImport, CommandLine) {
+  REQUIRE_MODELS();
+  const std::string vad = (test::modelsDir() / "vad/silero_vad_v5.onnx").string();
+  const std::string det = (test::modelsDir() / "ocr/ch_PP-OCRv4_det_infer.onnx").string();
+  auto r = test::runCli("plan '" + vad + "' --input-shape input=1x256 --input-shape state=2x1x128 -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = test::runCli("plan '" + det + "' -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot size 331 tensors"), std::string::npos) << r.err;
+  r = test::runCli("plan '" + det + "' --input-shape y=1x3x64x64 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no graph input named 'y' (inputs: x)"), std::string::npos) << r.err;
+
+  const auto dir = test::tempDir("onnx-cli");
+  const std::string plan = (dir / "det.json").string();
+  r = test::runCli("plan '" + det + "' --input-shape x=1x3x320x320 -a greedy -q -o '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::runCli("verify '" + det + "' '" + plan + "' --input-shape x=1x3x320x320");
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  // The same plan checked against other shapes: bigger tensors no longer fit.
+  r = test::runCli("verify '" + det + "' '" + plan + "' --input-shape x=1x3x640x640");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OnnxImport, UnknownSizesAreOneErrorListingThem) {

@@ -1218,6 +1218,11 @@ class OnnxImporter {
     {
       Graph graph;
       graph.name = g.name().empty() ? (fallback_name.empty() ? "main" : fallback_name) : g.name();
+      // Exporters reuse body names ("sub_graph" in both branches); reports
+      // and graph JSON need each graph named once.
+      const std::string base = graph.name;
+      for (int k = 2; !graph_names_.insert(graph.name).second; ++k)
+        graph.name = base + "#" + std::to_string(k);
       graph.parent = parent;
       graph.parent_node = parent_node;
       out_.graphs.push_back(std::move(graph));
@@ -1397,6 +1402,7 @@ class OnnxImporter {
   ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
   std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
   bool in_dead_body_ = false;  // importing a branch that never runs
+  std::set<std::string> graph_names_;
   std::map<std::string, int> opsets_;
   std::vector<Unknown> unknown_;
   Model out_;
