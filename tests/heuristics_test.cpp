@@ -252,8 +252,11 @@ TEST(Algorithms, RandomListsGiveValidPlansAtOrAboveTheBound) {
       ASSERT_GE(s.size, lb) << name;
       // At the bound is proven; auto's exact search may also prove a
       // higher height optimal.
-      if (s.size == lb) ASSERT_TRUE(s.proven_optimal) << name;
-      else if (std::string(name) != "auto") ASSERT_FALSE(s.proven_optimal) << name;
+      if (s.size == lb) {
+        ASSERT_TRUE(s.proven_optimal) << name;
+      } else if (std::string(name) != "auto") {
+        ASSERT_FALSE(s.proven_optimal) << name;
+      }
       if (std::string(name) == "best_fit") portfolio = s.size;
       else ASSERT_LE(s.size, portfolio) << name << " is worse than its starting point";
       if (std::string(name) == "auto" && s.size == lb) ++at_bound;
@@ -295,7 +298,10 @@ TEST(Algorithms, InplaceMembersShareTheBaseOffset) {
     const auto s = makeAlgorithm(name)->solve(p, {});
     EXPECT_EQ(check(p, s), "") << name;
     EXPECT_EQ(s.offsets[0], s.offsets[1]) << name;
-    EXPECT_TRUE(s.offsets[2] + 64 <= s.offsets[0] || s.offsets[0] + 64 <= s.offsets[2]) << name;
+    // The merging algorithms keep the group's bytes for its whole hull;
+    // auto may also take ExecuTorch's plan, safe by the pair rule alone.
+    if (std::string(name) != "auto")
+      EXPECT_TRUE(s.offsets[2] + 64 <= s.offsets[0] || s.offsets[0] + 64 <= s.offsets[2]) << name;
   }
 }
 

@@ -28,6 +28,10 @@ namespace {
 // Default budgets at effort 1.
 constexpr std::uint64_t kLocalSearchBaseWork = 4'000'000;
 constexpr std::uint64_t kLocalSearchWorkPerBuffer = 2'000;
+constexpr std::uint64_t kLocalSearchMaxWork = 80'000'000;
+// The portfolio stops starting passes after this much work: on very large
+// lists a few orders (the usual winners come first) must do.
+constexpr std::uint64_t kPortfolioMaxWork = 40'000'000;
 // Exact search only on pools up to this many (merged) buffers; above, the
 // local search alone works on the plan.
 constexpr std::size_t kExactMaxBuffers = 5'000;
@@ -61,7 +65,9 @@ class Auto : public Algorithm {
         (merged.merged_any ? std::max(lb, lowerBound(merged.problem)) : lb) - pad;
 
     heur::Placer placer(merged.problem);
-    auto port = heur::runPortfolio(merged.problem, placer, target);
+    auto port = heur::runPortfolio(
+        merged.problem, placer, target,
+        static_cast<std::uint64_t>(std::max(0.0, params.effort) * kPortfolioMaxWork));
     std::uint64_t work = port.work;
     PoolSolution best = pool::makeSolution(
         problem, pool::expandOffsets(merged, port.offsets),
@@ -100,8 +106,10 @@ class Auto : public Algorithm {
         lp.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
       lp.progress = params.progress;
       const double budget =
-          params.effort * static_cast<double>(kLocalSearchBaseWork +
-                                              kLocalSearchWorkPerBuffer * merged.problem.buffers.size());
+          params.effort *
+          static_cast<double>(std::min(kLocalSearchMaxWork,
+                                       kLocalSearchBaseWork + kLocalSearchWorkPerBuffer *
+                                                                  merged.problem.buffers.size()));
       lp.work_limit = static_cast<std::uint64_t>(std::max(0.0, budget));
       auto r = heur::improvePlacement(merged.problem, placer, port.order, port.fit,
                                       port.offsets, lp);

@@ -336,7 +336,8 @@ Bytes Placer::place(const std::vector<BufferId>& order, std::size_t from, Fit fi
   return height;
 }
 
-PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer, Bytes stop_at) {
+PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer, Bytes stop_at,
+                             std::uint64_t work_cap) {
   PortfolioResult best;
   best.height = std::numeric_limits<Bytes>::max();
   std::vector<Offset> offsets(merged.buffers.size(), 0);
@@ -352,9 +353,9 @@ PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer, Bytes st
         best.which = o;
         best.fit = f;
       }
-      if (best.height <= stop_at) break;
+      if (best.height <= stop_at || placer.work() - work0 >= work_cap) break;
     }
-    if (best.height <= stop_at) break;
+    if (best.height <= stop_at || placer.work() - work0 >= work_cap) break;
   }
   best.work = placer.work() - work0;
   return best;

@@ -36,8 +36,9 @@ enum class Order : std::uint8_t {
   Breadth,    // TFLite "greedy by breadth": steps in decreasing live bytes,
               // each step's not yet ordered buffers largest first
 };
+// Portfolio order: the usual winners first, so a capped portfolio keeps them.
 inline constexpr std::array<Order, 6> kAllOrders = {
-    Order::SizeDesc, Order::Start, Order::Length, Order::Area, Order::Conflicts, Order::Breadth};
+    Order::Conflicts, Order::SizeDesc, Order::Area, Order::Length, Order::Breadth, Order::Start};
 std::string_view orderName(Order o);
 
 enum class Fit : std::uint8_t { Best, First };
@@ -113,7 +114,10 @@ struct PortfolioResult {
   Fit fit = Fit::Best;
   std::uint64_t work = 0;
 };
+// Stops early at `stop_at` or once `work_cap` work units are spent (after
+// at least one pass).
 PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
-                             Bytes stop_at = 0);
+                             Bytes stop_at = 0,
+                             std::uint64_t work_cap = ~std::uint64_t{0});
 
 }  // namespace memplan::heur
