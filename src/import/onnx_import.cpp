@@ -863,6 +863,7 @@ class OnnxImporter {
     parse(bytes);
     checkOpsets();
     verifyNodes(model_.graph(), 0);
+    dropWeightData(model_.mutable_graph(), 0);
     bindDimensions();
     inferShapes();
     out_.name = source_;
@@ -963,6 +964,36 @@ class OnnxImporter {
         for (const auto& sub : a.graphs()) verifyNodes(sub, depth + 1);
       }
     }
+  }
+
+  // Weight bytes are checked (verifyNodes) but never needed again: shape
+  // inference reads only small shape tensors. Dropping them keeps the
+  // scratch copy cheap.
+  static void dropData(ox::TensorProto* t) {
+    std::size_t n = 1;  // elements, saturating
+    for (auto d : t->dims()) {
+      if (d < 0) return;
+      n = d > 0 && n > kMaxFoldElements / static_cast<std::size_t>(d)
+              ? kMaxFoldElements + 1
+              : n * static_cast<std::size_t>(d);
+    }
+    if (n <= kMaxFoldElements) return;  // small: shape inference may read it
+    t->clear_raw_data();
+    t->clear_float_data();
+    t->clear_int32_data();
+    t->clear_int64_data();
+    t->clear_double_data();
+    t->clear_uint64_data();
+  }
+  void dropWeightData(ox::GraphProto* g, int depth) {
+    if (depth > kMaxGraphDepth) return;
+    for (auto& init : *g->mutable_initializer()) dropData(&init);
+    for (auto& n : *g->mutable_node())
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_t() && n.op_type() == "Constant") dropData(a.mutable_t());
+        if (a.has_g()) dropWeightData(a.mutable_g(), depth + 1);
+        for (auto& sub : *a.mutable_graphs()) dropWeightData(&sub, depth + 1);
+      }
   }
 
   // ---- 4. dynamic dimensions ----------------------------------------------
