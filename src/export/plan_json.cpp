@@ -181,6 +181,12 @@ class Reader {
       if (colon != std::string::npos) what = what.substr(colon + 2);
       throw InputError(source_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
                        ": JSON syntax error: " + oneLine(what));
+    } catch (const json::exception& e) {
+      // Numbers beyond double range and the like: no position from the library.
+      std::string what = e.what();
+      const std::size_t tag = what.find("] ");
+      if (tag != std::string::npos) what = what.substr(tag + 2);
+      throw InputError(source_ + ": JSON error: " + oneLine(what));
     }
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
     const json* format = find(root, "format");

@@ -87,6 +87,12 @@ json parseJson(std::string_view text, const std::string& source) {
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
                      ": JSON syntax error: " + oneLine(what));
+  } catch (const json::exception& e) {
+    // Numbers beyond double range and the like: no position from the library.
+    std::string what = e.what();
+    const std::size_t tag = what.find("] ");
+    if (tag != std::string::npos) what = what.substr(tag + 2);
+    throw InputError(source + ": JSON error: " + oneLine(what));
   }
 }
 
