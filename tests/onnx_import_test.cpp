@@ -260,6 +260,43 @@ TEST(OnnxImport, ExampleModelsPlanAndVerify) {
   }
 }
 
+TEST(OnnxImport, AliasViewsOnRealModels) {
+  REQUIRE_MODELS();
+  for (const auto& ex : examples()) {
+    SCOPED_TRACE(ex.path);
+    ImportOptions opts = ex.options;
+    const Model copy = importFile(ex.path, opts);
+    for (const auto& t : copy.tensors) ASSERT_EQ(t.alias, AliasKind::None) << t.name;
+    opts.alias_views = true;
+    const Model view = importFile(ex.path, opts);
+    ASSERT_EQ(view.tensors.size(), copy.tensors.size());
+    std::size_t views = 0;
+    for (const auto& g : view.graphs)
+      for (const auto& node : g.nodes) {
+        if (node.outputs.empty()) continue;
+        const Tensor& out = view.tensors[node.outputs[0]];
+        if (out.alias == AliasKind::None) continue;
+        ++views;
+        EXPECT_EQ(out.alias, AliasKind::View);
+        EXPECT_TRUE(node.op == "Reshape" || node.op == "Flatten" || node.op == "Squeeze" ||
+                    node.op == "Unsqueeze" || node.op == "Identity")
+            << node.op;
+        EXPECT_EQ(out.alias_of, node.inputs.at(0));
+        EXPECT_EQ(out.nbytes, view.tensors[out.alias_of].nbytes);
+      }
+    std::size_t aliased = 0;
+    for (const auto& t : view.tensors) aliased += t.alias != AliasKind::None;
+    EXPECT_EQ(aliased, views);
+    if (std::string(ex.path).find("silero") != std::string::npos) {
+      EXPECT_GT(views, 0u);
+    }
+    PlanRequest req;
+    const Plan plan = planModel(view, req);
+    const VerifyResult v = verifyPlan(plan);
+    EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+  }
+}
+
 TEST(OnnxImport, CommandLine) {
   REQUIRE_MODELS();
   const std::string vad = (test::modelsDir() / "vad/silero_vad_v5.onnx").string();
@@ -629,7 +666,8 @@ void expectModelOrInputError(const std::string& bytes, const ImportOptions& opts
 TEST(OnnxImport, HostileBytesNeverCrash) {
   ImportOptions opts;
   opts.dims = {{"N", 5}};
-  std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()}};
+  std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()},
+                                                            {"pad", shapeArithmeticModel()}};
   if (haveModels())
     for (const char* rel : {"onnx-node/test_if.onnx", "onnx-node/test_loop11.onnx",
                             "onnx-node/test_scan_sum.onnx"})
@@ -637,7 +675,8 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
   ImportOptions lenient;
   lenient.unknown_size_bytes = 64;
   for (const auto& [name, seed] : seeds) {
-    const ImportOptions& o = name == "vc" ? opts : lenient;
+    ImportOptions o = name == "vc" ? opts : lenient;
+    if (name == "pad") o.dims = {{"B", 1}};
     // Every truncation.
     for (std::size_t n = 0; n < seed.size(); ++n)
       expectModelOrInputError(seed.substr(0, n), o, name + " truncated at " + std::to_string(n));
