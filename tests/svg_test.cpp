@@ -375,6 +375,30 @@ TEST(Html, WritesAPageWhenAsked) {
   std::ofstream(path, std::ios::binary) << html;
 }
 
+TEST(Export, InconsistentPlansDoNotCrash) {
+  // A plan read back against the wrong model: dangling spec ids, tensor ids
+  // past the table, more graphs than the model has, an empty plan.
+  Fixture f = makeFixture();
+  f.plan.graphs[0].allocations.push_back({99, 1, 0, 0, 16});
+  f.plan.graphs[0].specs.specs[0].tensor = 1000;
+  f.plan.graphs.push_back(f.plan.graphs[0]);
+  f.plan.graphs[1].graph = 7;
+  Model other;
+  other.graphs.resize(1);
+  for (const Model* m : std::vector<const Model*>{&f.model, &other, nullptr}) {
+    SvgOptions so;
+    so.include_subgraphs = true;
+    EXPECT_EQ(xmlProblem(renderSvg(f.plan, m, so)), "");
+    EXPECT_TRUE(pageData(renderHtml(f.plan, m, {})).is_object());
+    EXPECT_FALSE(formatReport(f.plan, m, {}).empty());
+    EXPECT_TRUE(nlohmann::json::parse(formatReportJson(f.plan, m, {})).is_object());
+  }
+  Plan empty;
+  EXPECT_TRUE(pageData(renderHtml(empty, nullptr, {})).is_object());
+  EXPECT_EQ(xmlProblem(renderSvg(empty, nullptr, {})), "");
+  EXPECT_EQ(formatReport(empty, nullptr, {}).find("no planned tensors") != std::string::npos, true);
+}
+
 TEST(Cli, HtmlAndSvgOfAnExampleModelAgreeWithTheReport) {
   const auto model = test::modelsDir() / "selfie_segmentation" / "selfie_segmentation.tflite";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << "example models not fetched: " << model;
