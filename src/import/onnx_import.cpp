@@ -14,12 +14,17 @@
 //      a graph input; --dim SYMBOL=VALUE (and symbols fixed by an input
 //      shape) replace that dim_param everywhere it appears.
 //   5. Run ONNX shape inference with data propagation (it also fills the
-//      value_info of If/Loop/Scan bodies).
+//      value_info of If/Loop/Scan bodies) on a scratch copy, alternating with
+//      ShapeFolder: small integer shape arithmetic ONNX cannot propagate is
+//      evaluated and given back as Constant nodes, and an If with a known
+//      condition passes on its live branch's output types. A few rounds.
 //   6. Walk the graphs with lexical scopes: initializers and Constant
 //      outputs become constants, everything else activations; a body reading
 //      an outer name refers to the outer TensorId (outer-scope capture).
+//      Nodes come from the model as read, types from the scratch copy.
 //   7. Size every tensor; the ones that stay unknown are reported together in
-//      one error, or planned at --unknown-size-bytes.
+//      one error, or planned at --unknown-size-bytes. A branch that cannot
+//      run for the bound shapes needs no storage (size 0).
 //   8. validateModel().
 //
 // Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) alias their input
