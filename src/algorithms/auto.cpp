@@ -28,10 +28,10 @@ namespace {
 // Default budgets at effort 1.
 constexpr std::uint64_t kLocalSearchBaseWork = 4'000'000;
 constexpr std::uint64_t kLocalSearchWorkPerBuffer = 2'000;
-constexpr std::uint64_t kLocalSearchMaxWork = 80'000'000;
+constexpr std::uint64_t kLocalSearchMaxWork = 40'000'000;
 // The portfolio stops starting passes after this much work: on very large
 // lists a few orders (the usual winners come first) must do.
-constexpr std::uint64_t kPortfolioMaxWork = 40'000'000;
+constexpr std::uint64_t kPortfolioMaxWork = 20'000'000;
 // Exact search only on pools up to this many (merged) buffers; above, the
 // local search alone works on the plan.
 constexpr std::size_t kExactMaxBuffers = 5'000;
