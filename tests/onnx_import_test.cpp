@@ -556,6 +556,24 @@ TEST(OnnxImport, FoldsShapeArithmeticAndPicksKnownBranches) {
   EXPECT_EQ(named(m, "else_branch_out").nbytes, 28u);  // typed though dead for B = 1
 }
 
+TEST(OnnxImport, InputWithInitializerIsAConstant) {
+  ox::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(viewAndCaptureModel()));
+  // Old exporters list weights as graph inputs too.
+  setType(m.mutable_graph()->add_input(), "shape", 7, {"2"});
+  ImportOptions opts;
+  opts.dims = {{"N", 5}};
+  const Model model = importOnnx(m.SerializeAsString(), "w.onnx", opts);
+  EXPECT_EQ(named(model, "shape").kind, TensorKind::Constant);
+  EXPECT_EQ(model.main().inputs.size(), 2u);  // x, c
+  std::size_t count = 0;
+  for (const auto& t : model.tensors) count += t.name == "shape";
+  EXPECT_EQ(count, 1u);
+  // It is not an input that --input-shape can bind.
+  opts.input_shapes = {{"shape", {2}}};
+  EXPECT_THROW(importOnnx(m.SerializeAsString(), "w.onnx", opts), InputError);
+}
+
 TEST(OnnxImport, AliasViewsOnlyWhenAsked) {
   const std::string bytes = viewAndCaptureModel();
   ImportOptions opts;
