@@ -64,6 +64,10 @@ Plan skeletonPlan(const LoadedInput& input, const PlanOptions& options);
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);
 
+// A MiniMalloc CSV solution (rows with an offset column) as a plan of the
+// CSV buffer list `in`, for `verify` and `replay`.
+Plan planFromCsvSolution(const LoadedInput& in, const std::string& text, const std::string& path);
+
 // "256KiB", "1MiB", "4096" -> bytes; throws InputError naming `what`.
 Bytes parseBytes(const std::string& text, const std::string& what);
 

@@ -22,6 +22,10 @@ struct CheckCommand {
   Loaded load() const {
     Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
     const std::string text = readFile(plan_path);
+    if (detectInputKind(plan_path, text) == InputKind::Csv) {
+      l.plan = planFromCsvSolution(l.input, text, plan_path);
+      return l;
+    }
     // The plan file records the options it was made with (alignment,
     // which inputs/outputs are planned): the specs are rebuilt with them.
     l.plan = readPlanJson(text, plan_path,
@@ -55,7 +59,10 @@ struct CheckCommand {
   CLI::App* add(CLI::App& app, const std::string& name, const std::string& help) {
     CLI::App* sub = app.add_subcommand(name, help);
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
-    sub->add_option("PLAN", plan_path, "Plan JSON written by `memplan plan -o`")->required();
+    sub->add_option("PLAN", plan_path,
+                    "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
+                    "of a CSV buffer list")
+        ->required();
     input_flags.addTo(*sub);
     return sub;
   }

@@ -225,6 +225,41 @@ Plan skeletonPlan(const LoadedInput& in, const PlanOptions& plan_options) {
   return plan;
 }
 
+Plan planFromCsvSolution(const LoadedInput& in, const std::string& text, const std::string& path) {
+  if (!in.buffers)
+    throw InputError(fmt::format("{}: a CSV solution can only be checked against a CSV buffer list", path));
+  const BufferList solution = readMiniMallocCsv(text, path);
+  if (solution.offsets.empty()) throw InputError(fmt::format("{}: no 'offset' column", path));
+  if (solution.ids != in.buffers->ids)
+    throw InputError(fmt::format("{}: rows do not match {} (ids must be the same, in the same order)",
+                                 path, in.path));
+  Plan plan;
+  plan.options.alignment = 1;
+  plan.graphs.resize(1);
+  GraphPlan& g = plan.graphs[0];
+  g.specs = specsFromBuffers(*in.buffers, 1);
+  Bytes height = 0;
+  for (std::size_t i = 0; i < solution.offsets.size(); ++i) {
+    if (!solution.offsets[i])
+      throw InputError(fmt::format("{}: row for '{}' has no offset", path, solution.ids[i]));
+    const Spec& s = g.specs.specs[i];
+    const Offset offset = *solution.offsets[i];
+    const Bytes size = *alignUp(s.nbytes, s.alignment);  // reader bounds both
+    g.allocations.push_back({s.id, 1, 0, offset, size});
+    height = std::max(height, *checkedAdd(offset, size));
+  }
+  g.bufsizes = {0, height};
+  g.pool_devices.assign(2, Device{});
+  PoolInfo pool;
+  pool.mem_id = 1;
+  pool.size = height;
+  pool.lower_bound = lowerBound(in.buffers->problem);
+  pool.buffers = g.allocations.size();
+  pool.algorithm = "file";
+  g.pools.push_back(pool);
+  return plan;
+}
+
 Plan planInput(const LoadedInput& in, const PlanFlags& flags, bool with_progress) {
   std::optional<ProgressLine> progress;  // shown only on a terminal, after ~1 s
   if (with_progress) progress.emplace();

@@ -34,8 +34,10 @@ int main(int argc, char** argv) {
     std::cerr << "memplan: out of memory\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "memplan: internal error: " << e.what() << "\n";
-    return 3;
+    // Not expected: every reader turns bad input into InputError. Still a
+    // refusal of this input, never a crash.
+    std::cerr << "memplan: error: " << e.what() << "\n";
+    return kExitBadInput;
   }
   return kExitBadInput;
 }

@@ -128,6 +128,8 @@ SpecListCase readSpecListJson(std::string_view text, const std::string& source_n
     doc = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     throw InputError(fmt::format("{}: byte {}: invalid JSON", source_name, e.byte));
+  } catch (const Json::exception& e) {  // e.g. a number out of range: 1e999
+    throw InputError(fmt::format("{}: invalid JSON: {}", source_name, e.what()));
   }
   if (!doc.is_object()) r.fail("top level", "expected an object, got " + Reader::brief(doc));
 
