@@ -137,6 +137,21 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
   return out;
 }
 
+namespace {
+// Converter-made names run to hundreds of characters (TFLite joins every
+// fused op's name): the text report keeps both ends of long ones.
+std::string shortName(const std::string& name, std::size_t max = 48) {
+  const std::string clean = sanitizeUtf8(name);
+  if (clean.size() <= max) return clean;
+  std::size_t head = max / 2 - 2, tail = max - head - 3;
+  // Cut on UTF-8 character boundaries.
+  while (head > 0 && (static_cast<unsigned char>(clean[head]) & 0xC0) == 0x80) --head;
+  std::size_t from = clean.size() - tail;
+  while (from < clean.size() && (static_cast<unsigned char>(clean[from]) & 0xC0) == 0x80) ++from;
+  return clean.substr(0, head) + "..." + clean.substr(from);
+}
+}  // namespace
+
 std::string formatReport(const Plan& plan, const Model* model, const ReportOptions& options) {
   const bool exact = options.exact_bytes;
   const std::vector<ReportPool> pools = analyzePlan(plan, model, options);
@@ -153,7 +168,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                                                  "algorithm", "tensors"}};
   for (const ReportPool& p : pools) {
     const PoolInfo& i = p.info;
-    rows.push_back({sanitizeUtf8(exportutil::graphLabel(model, p.graph)), std::to_string(i.mem_id),
+    rows.push_back({shortName(exportutil::graphLabel(model, p.graph), 32), std::to_string(i.mem_id),
                     sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
                     formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
                     i.proven_optimal ? "yes" : "no", formatBytes(i.naive_size, exact),
@@ -166,11 +181,11 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
   // Per pool: the saving in words, the peak, the tensors that make it.
   for (const ReportPool& p : pools) {
     const PoolInfo& i = p.info;
-    out += fmt::format("\n{} pool {}: {}\n", sanitizeUtf8(exportutil::graphLabel(model, p.graph)),
+    out += fmt::format("\n{} pool {}: {}\n", shortName(exportutil::graphLabel(model, p.graph), 32),
                        i.mem_id, formatSaving(i.size, i.naive_size, exact));
     std::string where;
     if (!p.peak_node.empty() || !p.peak_op.empty())
-      where = fmt::format(" ({}{})", sanitizeUtf8(p.peak_node),
+      where = fmt::format(" ({}{})", shortName(p.peak_node),
                           p.peak_op.empty() || p.peak_op == p.peak_node
                               ? std::string()
                               : " " + sanitizeUtf8(p.peak_op));
@@ -185,7 +200,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
     if (shapes) t.push_back({"tensor", "op", "shape", "dtype", "bytes", "offset", "lifetime"});
     else t.push_back({"tensor", "bytes", "offset", "lifetime"});
     for (const ReportTensor& r : p.top) {
-      std::vector<std::string> row = {sanitizeUtf8(r.name)};
+      std::vector<std::string> row = {shortName(r.name)};
       if (shapes) {
         row.push_back(sanitizeUtf8(r.op));
         row.push_back(r.shape.empty() ? "-" : r.shape);
