@@ -6,7 +6,10 @@
 
 #include <map>
 
+#include "memplan/import.h"
+#include "memplan/verify.h"
 #include "support/random_graph.h"
+#include "support/test_support.h"
 
 namespace memplan {
 namespace {
@@ -299,6 +302,32 @@ TEST_P(Replay, HugeArenaUsesIntervalMap) {
   ASSERT_EQ(bad.issue, ReplayIssue::Clobber);
   EXPECT_EQ(bad.victim, "y");
   EXPECT_EQ(bad.offset, big + 5);
+}
+
+// ---- example models ----
+TEST(ReplayModels, ExampleTfliteModelsReplayCleanAndCatchAStackedPlan) {
+  const auto dir = test::modelsDir() / "selfie_segmentation";
+  const auto path = dir / "selfie_segmentation.tflite";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no example models (scripts/fetch-models.sh)";
+  const Model model = importTflite(test::readText(path), path.filename().string(), {});
+  PlanRequest request;
+  request.algorithm = "best_fit";
+  Plan plan = planModel(model, request);
+  const ReplayResult ok = replayPlan(model, plan);
+  ASSERT_TRUE(ok.ok()) << ok.message;
+  EXPECT_GT(ok.reads, 500u);
+  EXPECT_EQ(ok.steps, model.main().nodes.size());
+  // Every tensor at offset 0 of a big enough pool: the first read of a
+  // tensor written over is caught, by both checks.
+  for (Allocation& a : plan.graphs[0].allocations) a.offset = 0;
+  const ReplayResult bad = replayPlan(model, plan);
+  ASSERT_EQ(bad.issue, ReplayIssue::Clobber);
+  EXPECT_FALSE(bad.victim.empty());
+  EXPECT_NE(bad.writer, bad.victim);
+  EXPECT_FALSE(bad.writer_node.empty());
+  EXPECT_FALSE(bad.reader_node.empty());
+  EXPECT_EQ(bad.offset, 0u);
+  EXPECT_FALSE(verifyPlan(plan).ok());
 }
 
 // ---- spec lists ----
