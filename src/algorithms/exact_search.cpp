@@ -147,6 +147,8 @@ class Searcher {
       for (std::size_t f : pinned)
         if (bi.overlaps(bufs[f]))
           obs_.push_back({*bufs[f].fixed_offset, *bufs[f].fixed_offset + bufs[f].size});
+      std::sort(obs_.begin() + static_cast<std::ptrdiff_t>(obs_begin_[i]), obs_.end(),
+                [](const Obstacle& a, const Obstacle& b) { return a.lo < b.lo; });
       obs_begin_[i + 1] = obs_.size();
     }
     // Per-item static data for preorders.
@@ -222,20 +224,14 @@ class Searcher {
     return r ? *r : kUnplaced;
   }
 
-  // Lowest aligned offset >= from where item i clears every obstacle.
+  // Lowest aligned offset >= from where item i clears every obstacle
+  // (obstacles sorted by lo: one pass, x only moves up).
   Offset fit(Idx i, Offset from) const {
     Offset x = alignUpSat(from, align_[i]);
-    bool moved = true;
-    while (moved && x != kUnplaced) {
-      moved = false;
-      for (std::size_t k = obs_begin_[i]; k < obs_begin_[i + 1]; ++k) {
-        const Obstacle& o = obs_[k];
-        if (x < o.hi && o.lo < x + size_[i]) {
-          x = alignUpSat(o.hi, align_[i]);
-          moved = true;
-          if (x == kUnplaced) break;
-        }
-      }
+    for (std::size_t k = obs_begin_[i]; k < obs_begin_[i + 1] && x != kUnplaced; ++k) {
+      const Obstacle& o = obs_[k];
+      if (o.lo >= x + size_[i]) break;
+      if (x < o.hi) x = alignUpSat(o.hi, align_[i]);
     }
     return x;
   }
@@ -625,7 +621,11 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   std::nth_element(order.begin(), order.begin() + (keep - 1), order.end(),
                    [&](std::size_t a, std::size_t b) {
                      const TimeValue da = distance(mp.buffers[a]), db = distance(mp.buffers[b]);
-                     return da != db ? da < db : a < b;
+                     if (da != db) return da < db;
+                     // Among equals, the highest first: they set the height.
+                     const Bytes ta = incumbent[a] + mp.buffers[a].size;
+                     const Bytes tb = incumbent[b] + mp.buffers[b].size;
+                     return ta != tb ? ta > tb : a < b;
                    });
   std::vector<char> in_window(n, 0);
   TimeValue lo_t = pb.start, hi_t = pb.end;
@@ -650,6 +650,15 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
     sub.buffers.push_back(std::move(copy));
     origin.push_back(b);
     sub_incumbent.push_back(incumbent[b]);
+  }
+  // Too many pinned neighbours make every step slow and leave little room
+  // to gain: keep the incumbent.
+  if (sub.buffers.size() > 2 * keep) {
+    ExactResult out;
+    out.offsets = incumbent;
+    out.height = heightOf(mp, incumbent);
+    out.found = true;
+    return out;
   }
   ExactParams inner = params;
   inner.window_threshold = std::numeric_limits<std::size_t>::max();
