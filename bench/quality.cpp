@@ -57,11 +57,19 @@ std::vector<Instance> instances(const std::string& filter) {
   return out;
 }
 
+// 1234567 -> "1,234,567".
 std::string thousands(Bytes v) {
-  std::string s = std::to_string(v), out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
+  char digits[32];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  std::string out;
+  out.reserve(40);
+  for (int i = n - 1; i >= 0; --i) {
+    out.push_back(digits[i]);
+    if (i > 0 && i % 3 == 0) out.push_back(',');
   }
   return out;
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "memplan/algorithm.h"
 
 namespace memplan::bench {
@@ -33,7 +35,7 @@ inline void addBuffer(PoolProblem& p, TimeValue start, TimeValue end, Bytes nbyt
                       Bytes alignment = 16) {
   Buffer b;
   b.id = static_cast<BufferId>(p.buffers.size());
-  b.name = "t" + std::to_string(b.id);
+  b.name = fmt::format("t{}", b.id);
   b.start = start;
   b.end = std::max(end, start + 1);
   b.nbytes = nbytes;

@@ -300,8 +300,9 @@ TEST(Algorithms, InplaceMembersShareTheBaseOffset) {
     EXPECT_EQ(s.offsets[0], s.offsets[1]) << name;
     // The merging algorithms keep the group's bytes for its whole hull;
     // auto may also take ExecuTorch's plan, safe by the pair rule alone.
-    if (std::string(name) != "auto")
+    if (std::string(name) != "auto") {
       EXPECT_TRUE(s.offsets[2] + 64 <= s.offsets[0] || s.offsets[0] + 64 <= s.offsets[2]) << name;
+    }
   }
 }
 
