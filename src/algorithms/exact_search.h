@@ -6,24 +6,30 @@
 //
 // How the search works (ideas from the published MiniMalloc solver; this is
 // an independent implementation):
-//  1. Canonical solutions. Any feasible placement can be "pushed down" until
-//     every buffer rests on the floor (reserved prefix) or on top of a buffer
-//     it overlaps in time. The search builds only such placements, buffer by
-//     buffer, in non-decreasing offset order: at each node it picks the
-//     lowest free offset of the lifetime skyline and branches on which
-//     unplaced buffer goes there.
+//  1. Canonical solutions. Any feasible placement can be pushed down until
+//     every buffer rests on the floor (reserved prefix), on a buffer it
+//     overlaps in time, or on a pinned buffer. The search builds only such
+//     placements: each unplaced buffer has a lowest possible offset, and
+//     the next buffer placed is taken in non-decreasing (offset, preorder)
+//     order, so each placement is reached once.
 //  2. Section inference. Time is cut into sections where the live set does
-//     not change. For each section, the bytes still to place plus the height
-//     already committed there must fit below C; otherwise the node is dead.
-//  3. Dominance. If placing buffer b at offset x leaves a gap under some
-//     section that no unplaced buffer can ever fill, and an earlier branch
-//     at the same node already tried an equivalent choice, the branch is
-//     skipped (buffers with equal lifetime and size are interchangeable).
+//     not change. Each section's floor (the highest placed top, raised to
+//     the lowest offset any unplaced buffer there can still take) plus the
+//     bytes still to place there must fit below C; later buffers never go
+//     below the current offset either.
+//  3. Dominance. A buffer is never placed at or above the top some other
+//     unplaced buffer could reach at its own lowest offset (that gap could
+//     always be filled first); and when a buffer that nothing unplaced
+//     overlaps fails at its lowest offset, its siblings are not tried.
 //  4. Decomposition. Time points that no buffer spans split the problem
 //     into independent parts, solved one after the other.
 //  5. Restarts. Rounds of attempts, one per static preorder (the tie-break
-//     among buffers at the same offset), with a node limit doubling every
-//     round: an easy instance is solved by whichever order suits it.
+//     among buffers at the same offset), then the same preorders with
+//     deterministic jitter, under a node limit growing every round: an easy
+//     instance is solved by whichever order suits it.
+//  6. Large pools (minimizeHeight above window_threshold buffers): only the
+//     buffers nearest in time to the highest ones are re-placed; their
+//     neighbours stay pinned at the incumbent's offsets.
 // Effort is counted in nodes, never in time, so results are deterministic;
 // an optional wall-clock cap can stop earlier (non-deterministically).
 #pragma once
@@ -38,16 +44,16 @@ namespace memplan::exact {
 struct ExactParams {
   // Total search nodes over all attempts of one solveWithinCapacity call.
   std::uint64_t node_limit = 2'000'000;
-  // Build only canonical placements (lowest free offset first). Turning it
-  // off branches on every (buffer, skyline offset) pair: far slower, for
-  // testing only.
+  // Place buffers in non-decreasing (offset, preorder) order. Off: any
+  // unplaced buffer may come next (each still at its lowest offset); far
+  // slower, for testing only.
   bool canonical_order = true;
   // Prune with per-section bytes-left-to-place bounds.
   bool section_inference = true;
   // Raise a section's floor to the lowest offset any of its unplaced
   // buffers can still take (costly on long-lived buffers).
   bool unallocated_floor = true;
-  // Skip branches equivalent to an earlier sibling.
+  // Min-height dominance and the "nothing above it" sibling cut (3.).
   bool dominance = true;
   // Solve time-disjoint parts independently.
   bool decompose = true;
