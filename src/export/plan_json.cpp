@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "import/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {
@@ -23,7 +24,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr std::size_t kMaxDepth = 32;
 constexpr std::size_t kMaxPools = std::size_t{1} << 16;
 
 // ---- ids ----
@@ -104,40 +104,7 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::string& 
 
 // ---- reader ----
 
-// Deepest nesting of arrays and objects, by a linear scan that skips
-// strings; checked before parsing (nlohmann's callback parser, which could
-// count depth itself, is an order of magnitude slower).
-std::size_t nestingDepth(std::string_view text, std::size_t limit, std::size_t& stop) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) {
-        stop = i;
-        return deepest;
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-
-std::string oneLine(std::string_view s, std::size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
-  if (s.size() > max) out += "...";
-  return out;
-}
+using jsontext::oneLine;
 
 const char* typeName(const json& v) {
   if (v.is_null()) return "null";
@@ -158,36 +125,7 @@ class Reader {
   explicit Reader(const std::string& source) : source_(source) {}
 
   json parse(std::string_view text) const {
-    std::size_t stop = 0;
-    if (nestingDepth(text, kMaxDepth, stop) > kMaxDepth)
-      throw InputError(source_ + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
-                       std::to_string(kMaxDepth) + " levels");
-    json root;
-    try {
-      root = json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
-      const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-      std::size_t line = 1, col = 1;
-      for (std::size_t i = 0; i < at; ++i) {
-        if (text[i] == '\n') {
-          ++line;
-          col = 1;
-        } else {
-          ++col;
-        }
-      }
-      std::string what = e.what();
-      const std::size_t colon = what.find(": ");
-      if (colon != std::string::npos) what = what.substr(colon + 2);
-      throw InputError(source_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                       ": JSON syntax error: " + oneLine(what));
-    } catch (const json::exception& e) {
-      // Numbers beyond double range and the like: no position from the library.
-      std::string what = e.what();
-      const std::size_t tag = what.find("] ");
-      if (tag != std::string::npos) what = what.substr(tag + 2);
-      throw InputError(source_ + ": JSON error: " + oneLine(what));
-    }
+    const json root = jsontext::parse(text, source_);
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
     const json* format = find(root, "format");
     if (!format || !format->is_string() ||

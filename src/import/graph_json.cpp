@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "import/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {
@@ -24,77 +25,9 @@ constexpr std::size_t kMaxGraphs = std::size_t{1} << 20;
 constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
 constexpr std::size_t kMaxRefs = std::size_t{1} << 24;
 constexpr std::size_t kMaxRank = 64;
-constexpr std::size_t kMaxDepth = 32;
 constexpr std::int64_t kAmbiguous = -2;  // name map entry: name used twice
 
-// One line: control characters replaced, long text cut.
-std::string oneLine(std::string_view s, std::size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
-  if (s.size() > max) out += "...";
-  return out;
-}
-
-// Deepest nesting of arrays and objects, by a linear scan that skips
-// strings; checked before parsing (nlohmann's callback parser, which could
-// count depth itself, is an order of magnitude slower).
-std::size_t nestingDepth(std::string_view text, std::size_t limit, std::size_t& stop) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) {
-        stop = i;
-        return deepest;
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-json parseJson(std::string_view text, const std::string& source) {
-  std::size_t stop = 0;
-  if (nestingDepth(text, kMaxDepth, stop) > kMaxDepth)
-    throw InputError(source + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
-                     std::to_string(kMaxDepth) + " levels");
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // Position from the byte offset; the library's text after its own
-    // "parse error at line L, column C: " prefix says what went wrong.
-    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    const std::size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                     ": JSON syntax error: " + oneLine(what));
-  } catch (const json::exception& e) {
-    // Numbers beyond double range and the like: no position from the library.
-    std::string what = e.what();
-    const std::size_t tag = what.find("] ");
-    if (tag != std::string::npos) what = what.substr(tag + 2);
-    throw InputError(source + ": JSON error: " + oneLine(what));
-  }
-}
+using jsontext::oneLine;
 
 const char* typeName(const json& v) {
   if (v.is_null()) return "null";
@@ -115,7 +48,7 @@ class Reader {
   Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
 
   Model read() {
-    const json root = parseJson(text_, source_);
+    const json root = jsontext::parse(text_, source_);
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
     checkKeys(root, "", {"format", "version", "name", "tensors", "graphs"});
     const json* format = root.contains("format") ? &root["format"] : nullptr;

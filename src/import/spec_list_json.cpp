@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "import/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {
@@ -29,7 +30,6 @@ constexpr std::int64_t kMaxMemId = 4096;
 constexpr std::size_t kMaxPools = kMaxMemId + 1;
 constexpr Bytes kMaxAlignment = Bytes{1} << 30;
 constexpr TimeValue kMaxTime = TimeValue{1} << 62;
-constexpr int kMaxDepth = 32;
 
 class Reader {
  public:
@@ -95,42 +95,11 @@ class Reader {
   const std::string& source_;
 };
 
-// Deepest nesting of [ and { outside strings, stopping early past `limit`.
-int nestingDepth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 }  // namespace
 
 SpecListCase readSpecListJson(std::string_view text, const std::string& source_name) {
   Reader r(source_name);
-  if (nestingDepth(text, kMaxDepth) > kMaxDepth)
-    throw InputError(fmt::format("{}: JSON nested deeper than {} levels", source_name, kMaxDepth));
-  Json doc;
-  try {
-    doc = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    throw InputError(fmt::format("{}: byte {}: invalid JSON", source_name, e.byte));
-  } catch (const Json::exception& e) {  // e.g. a number out of range: 1e999
-    throw InputError(fmt::format("{}: invalid JSON: {}", source_name, e.what()));
-  }
+  const Json doc = jsontext::parse(text, source_name);
   if (!doc.is_object()) r.fail("top level", "expected an object, got " + Reader::brief(doc));
 
   SpecListCase c;

@@ -1,0 +1,78 @@
+#include "import/json_text.h"
+
+#include "memplan/types.h"
+
+namespace memplan::jsontext {
+namespace {
+
+// Deepest nesting of arrays and objects, by a linear scan that skips
+// strings; checked before parsing (nlohmann's callback parser, which could
+// count depth itself, is an order of magnitude slower).
+std::size_t nestingDepth(std::string_view text, std::size_t limit, std::size_t& stop) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) {
+        stop = i;
+        return deepest;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+std::string oneLine(std::string_view s, std::size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+nlohmann::json parse(std::string_view text, const std::string& source, std::size_t max_depth) {
+  std::size_t stop = 0;
+  if (nestingDepth(text, max_depth, stop) > max_depth)
+    throw InputError(source + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
+                     std::to_string(max_depth) + " levels");
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // Position from the byte offset; the library's text after its own
+    // "parse error at line L, column C: " prefix says what went wrong.
+    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw InputError(source + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                     ": JSON syntax error: " + oneLine(what));
+  } catch (const nlohmann::json::exception& e) {
+    // Numbers beyond double range and the like: no position from the library.
+    std::string what = e.what();
+    const std::size_t tag = what.find("] ");
+    if (tag != std::string::npos) what = what.substr(tag + 2);
+    throw InputError(source + ": JSON error: " + oneLine(what));
+  }
+}
+
+}  // namespace memplan::jsontext
