@@ -8,6 +8,7 @@
 #define ONNX_ML 1
 #endif
 #include <gtest/gtest.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -667,6 +668,281 @@ TEST(OnnxImport, MalformedModelsAreInputErrors) {
     EXPECT_EQ(std::string(e.what()), "t.onnx: not an ONNX model (protobuf parse failed)");
   }
   EXPECT_THROW(importOnnx("", "e.onnx", {}), InputError);
+}
+
+// ---------------------------------------------------------------------------
+// Opsets newer than the ONNX library.
+
+// Newest default-domain opset the linked ONNX library has schemas for.
+int libraryOpset() {
+  return ox::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+}
+
+#define REQUIRE_OLD_LIBRARY()                                                     \
+  if (libraryOpset() >= 18)                                                       \
+  GTEST_SKIP() << "the ONNX library knows opset 18 itself (opset " << libraryOpset() \
+               << ")"
+
+void addInts(ox::GraphProto* g, const std::string& name, const std::vector<std::int64_t>& v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(7);
+  t->add_dims(static_cast<std::int64_t>(v.size()));
+  for (auto x : v) t->add_int64_data(x);
+}
+
+ox::AttributeProto* addIntAttr(ox::NodeProto* n, const std::string& name, std::int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(ox::AttributeProto::INT);
+  a->set_i(v);
+  return a;
+}
+
+// x float[2,3,5] through the opset-18 forms of Reduce* and Split. `k` is an
+// int64[1] input whose value only the runtime knows.
+ox::ModelProto opset18Model() {
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(18);
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  setType(g->add_input(), "x", 1, {"2", "3", "5"});
+  addInts(g, "axes_1", {1});
+  addInts(g, "axes_last_first", {-1, 0});
+  addInts(g, "split_1_2", {1, 2});
+  addNode(g, "ReduceMean", {"x", "axes_1"}, {"mean"});         // [2,1,5]
+  addNode(g, "Relu", {"mean"}, {"mean_relu"});                 // [2,1,5] downstream
+  addIntAttr(addNode(g, "ReduceMax", {"x"}, {"max_all"}), "keepdims", 0);  // []
+  addIntAttr(addNode(g, "ReduceSumSquare", {"x", "axes_last_first"}, {"ssq"}), "keepdims",
+             0);                                               // [3]
+  addIntAttr(addNode(g, "ReduceL2", {"x"}, {"l2_noop"}), "noop_with_empty_axes", 1);  // [2,3,5]
+  auto* halves = addNode(g, "Split", {"x"}, {"h0", "h1"});     // [2,3,3] and [2,3,2]
+  addIntAttr(halves, "axis", -1);
+  addIntAttr(halves, "num_outputs", 2);
+  addIntAttr(addNode(g, "Split", {"x", "split_1_2"}, {"s0", "s1"}), "axis", 1);  // [2,1,5], [2,2,5]
+  addNode(g, "Split", {"x"}, {"e0", "e1"});                    // [1,3,5] twice
+  addNode(g, "Add", {"h0", "h0"}, {"h0_twice"});               // [2,3,3] downstream
+  for (const char* out : {"mean_relu", "max_all", "ssq", "l2_noop", "h0_twice", "h1", "s0", "s1",
+                          "e0", "e1"})
+    g->add_output()->set_name(out);
+  return m;
+}
+
+TEST(OnnxImport, Opset18ReduceAndSplitSizedByTheirNewRules) {
+  REQUIRE_OLD_LIBRARY();
+  const Model m = importOnnx(opset18Model().SerializeAsString(), "r18.onnx", {});
+  const std::map<std::string, std::pair<std::vector<std::int64_t>, Bytes>> want = {
+      {"mean", {{2, 1, 5}, 40}},    {"mean_relu", {{2, 1, 5}, 40}}, {"max_all", {{}, 4}},
+      {"ssq", {{3}, 12}},           {"l2_noop", {{2, 3, 5}, 120}},  {"h0", {{2, 3, 3}, 72}},
+      {"h1", {{2, 3, 2}, 48}},      {"s0", {{2, 1, 5}, 40}},        {"s1", {{2, 2, 5}, 80}},
+      {"e0", {{1, 3, 5}, 60}},      {"e1", {{1, 3, 5}, 60}},        {"h0_twice", {{2, 3, 3}, 72}}};
+  for (const auto& [name, sw] : want) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(named(m, name).shape, sw.first);
+    EXPECT_EQ(named(m, name).nbytes, sw.second);
+    EXPECT_FALSE(named(m, name).dynamic_unbound);
+  }
+  EXPECT_EQ(m.graphs[0].nodes[0].op, "ReduceMean");  // the model's own nodes
+  const Plan plan = planModel(m, PlanRequest{});
+  const VerifyResult v = verifyPlan(plan);
+  EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+  EXPECT_EQ(v.checked_allocations, 13u);  // x and the 12 results
+}
+
+TEST(OnnxImport, Opset18ShapesTheRuleCannotKnowStayUnsized) {
+  REQUIRE_OLD_LIBRARY();
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(18);
+  auto* g = m.mutable_graph();
+  setType(g->add_input(), "x", 1, {"2", "3", "5"});
+  setType(g->add_input(), "axes", 7, {"1"});  // known only at run time
+  addNode(g, "ReduceMean", {"x", "axes"}, {"mean"});
+  auto* odd = addNode(g, "Split", {"x"}, {"a", "b"});  // 3 rows do not split in two
+  addIntAttr(odd, "axis", 1);
+  for (const char* out : {"mean", "a", "b"}) g->add_output()->set_name(out);
+  try {
+    importOnnx(m.SerializeAsString(), "u18.onnx", {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "u18.onnx: cannot size 3 tensors: mean type unknown from node 'ReduceMean_0' "
+                  "(ReduceMean); a type unknown from node 'Split_1' (Split); b type unknown from "
+                  "node 'Split_1' (Split) (bind dimensions",
+                  0),
+              0u)
+        << e.what();
+  }
+  ImportOptions bound;
+  bound.unknown_size_bytes = 256;
+  const Model k = importOnnx(m.SerializeAsString(), "u18.onnx", bound);
+  EXPECT_EQ(named(k, "mean").nbytes, 256u);
+  EXPECT_EQ(named(k, "b").nbytes, 256u);
+}
+
+std::string refusal(const ox::ModelProto& m) {
+  try {
+    importOnnx(m.SerializeAsString(), "n.onnx", {});
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  return "(imported)";
+}
+
+TEST(OnnxImport, NewerOpsetRefusesChangedSignaturesNamingTheNode) {
+  REQUIRE_OLD_LIBRARY();
+  const std::string lib = std::to_string(libraryOpset());
+  auto model = [](int opset) {
+    ox::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    setType(m.mutable_graph()->add_input(), "x", 1, {"2", "3"});
+    addInts(m.mutable_graph(), "pads", {0, 1, 0, 1});
+    addInts(m.mutable_graph(), "axes", {1});
+    return m;
+  };
+  // Pad with the 'axes' input of opset 18.
+  {
+    ox::ModelProto m = model(18);
+    addNode(m.mutable_graph(), "Pad", {"x", "pads", "", "axes"}, {"y"})->set_name("pad");
+    m.mutable_graph()->add_output()->set_name("y");
+    const std::string msg = refusal(m);
+    EXPECT_EQ(msg.rfind("n.onnx: node 'pad' (Pad): op Pad at opset 18 takes 'axes' as an input; "
+                        "memplan's ONNX library knows this op only up to opset 13: ",
+                        0),
+              0u)
+        << msg;
+  }
+  // ReduceMean in its opset-13 form (axes attribute) is invalid at opset 18.
+  {
+    ox::ModelProto m = model(18);
+    auto* n = addNode(m.mutable_graph(), "ReduceMean", {"x"}, {"y"});
+    n->set_name("mean");
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(ox::AttributeProto::INTS);
+    a->add_ints(1);
+    m.mutable_graph()->add_output()->set_name("y");
+    EXPECT_EQ(refusal(m),
+              "n.onnx: node 'mean' (ReduceMean): op ReduceMean at opset 18 takes 'axes' as an "
+              "input: it must have inputs (data, axes?), one output and INT attributes "
+              "keepdims, noop_with_empty_axes");
+  }
+  // Split with both a 'split' input and num_outputs.
+  {
+    ox::ModelProto m = model(18);
+    auto* n = addNode(m.mutable_graph(), "Split", {"x", "axes"}, {"y"});
+    addIntAttr(n, "num_outputs", 1);
+    m.mutable_graph()->add_output()->set_name("y");
+    EXPECT_EQ(refusal(m),
+              "n.onnx: node 'Split_0' (Split): op Split at opset 18 sets both the 'split' input "
+              "and 'num_outputs'");
+  }
+  // Resize with an opset-18 attribute.
+  {
+    ox::ModelProto m = model(18);
+    addInts(m.mutable_graph(), "sizes", {4, 6});
+    auto* n = addNode(m.mutable_graph(), "Resize", {"x", "", "", "sizes"}, {"y"});
+    addIntAttr(n, "antialias", 1);
+    m.mutable_graph()->add_output()->set_name("y");
+    const std::string msg = refusal(m);
+    EXPECT_EQ(msg.rfind("n.onnx: node 'Resize_0' (Resize): op Resize at opset 18 takes new "
+                        "attributes (antialias, axes, keep_aspect_ratio_policy); memplan's ONNX "
+                        "library knows this op only up to opset 13: ",
+                        0),
+              0u)
+        << msg;
+  }
+  // An op the library has never heard of.
+  {
+    ox::ModelProto m = model(20);
+    addNode(m.mutable_graph(), "Gelu", {"x"}, {"y"});
+    m.mutable_graph()->add_output()->set_name("y");
+    EXPECT_EQ(refusal(m), "n.onnx: node 'Gelu_0' (Gelu): op Gelu at opset 20 is newer than "
+                          "memplan's ONNX library, which knows ai.onnx only up to opset " +
+                              lib);
+  }
+  // DFT's shape rule changed at opset 20 without a signature change.
+  {
+    ox::ModelProto m = model(20);
+    addNode(m.mutable_graph(), "DFT", {"x"}, {"y"});
+    m.mutable_graph()->add_output()->set_name("y");
+    EXPECT_EQ(refusal(m).rfind("n.onnx: node 'DFT_0' (DFT): op DFT at opset 20 takes 'axis' as an "
+                               "input with a new default",
+                               0),
+              0u);
+  }
+  // Ops whose newer versions only added types import at any opset.
+  for (int opset : {18, 19, 21}) {
+    ox::ModelProto m = model(opset);
+    addNode(m.mutable_graph(), "Pad", {"x", "pads"}, {"p"});
+    addNode(m.mutable_graph(), "Relu", {"p"}, {"y"});
+    m.mutable_graph()->add_output()->set_name("y");
+    const Model k = importOnnx(m.SerializeAsString(), "n.onnx", {});
+    EXPECT_EQ(named(k, "p").shape, (std::vector<std::int64_t>{2, 5}));
+    EXPECT_EQ(named(k, "y").nbytes, 40u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Values the runtime's heap owns.
+
+TEST(OnnxImport, StringsSequencesAndOptionalsAreUnbound) {
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(16);
+  auto* g = m.mutable_graph();
+  setType(g->add_input(), "words", 8, {"3"});
+  setType(g->add_input(), "x", 1, {"4"});
+  addInts(g, "zero", {0});
+  auto* norm = addNode(g, "StringNormalizer", {"words"}, {"lower"});
+  auto* mode = norm->add_attribute();
+  mode->set_name("case_change_action");
+  mode->set_type(ox::AttributeProto::STRING);
+  mode->set_s("LOWER");
+  addNode(g, "SequenceConstruct", {"x", "x"}, {"seq"});
+  addNode(g, "SequenceAt", {"seq", "zero"}, {"first"});        // dense float[4]
+  addNode(g, "Optional", {"x"}, {"maybe"});
+  addNode(g, "OptionalGetElement", {"maybe"}, {"got"});       // dense float[4]
+  addNode(g, "Add", {"first", "got"}, {"y"});
+  for (const char* out : {"lower", "seq", "y"}) g->add_output()->set_name(out);
+
+  ImportOptions views;
+  views.alias_views = true;
+  const Model k = importOnnx(m.SerializeAsString(), "s.onnx", views);
+  for (const char* name : {"words", "lower", "seq", "maybe"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(named(k, name).dynamic_unbound);
+    EXPECT_EQ(named(k, name).nbytes, 0u);
+    EXPECT_EQ(named(k, name).alias, AliasKind::None);
+  }
+  EXPECT_EQ(named(k, "words").dtype, DType::String);
+  for (const char* name : {"x", "first", "got", "y"}) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(named(k, name).dynamic_unbound);
+    EXPECT_EQ(named(k, name).nbytes, 16u);
+  }
+  const Plan plan = planModel(k, PlanRequest{});
+  const VerifyResult v = verifyPlan(plan);
+  EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+  EXPECT_EQ(v.checked_allocations, 4u);  // x, first, got, y
+  EXPECT_EQ(plan.main().bufsizes.at(1), 48u);  // x, first and got live together
+
+  // A dense tensor of unknown shape still needs its dimensions bound.
+  addNode(g, "NonZero", {"x"}, {"nz"});
+  g->add_output()->set_name("nz");
+  try {
+    importOnnx(m.SerializeAsString(), "s.onnx", {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    // ONNX names the data-dependent dimension itself ("unk__1").
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("s.onnx: cannot size 1 tensor: nz int64[1,", 0), 0u) << msg;
+    EXPECT_NE(msg.find("] from node 'NonZero_6' (NonZero) (bind dimensions"), std::string::npos)
+        << msg;
+  }
 }
 
 // Every outcome must be a model or an InputError: never a crash, hang or

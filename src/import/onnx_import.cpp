@@ -3,13 +3,16 @@
 // Steps, in order:
 //   1. Parse the bytes with protobuf under a byte limit and a recursion limit
 //      (hostile files cannot blow the stack); the whole buffer must parse.
-//   2. Check the opsets: a default-domain opset newer than the ONNX library
-//      this build links would be shape-inferred with older operator
-//      definitions, giving silently wrong sizes, so it is refused.
+//   2. Check the opsets. An opset newer than the ONNX library this build
+//      links runs with the library's newest schemas (the latest version <=
+//      the opset); see "Operators newer than the ONNX library" below.
 //   3. Verify every node against its operator schema (input/output counts,
 //      attribute types), recursively into control-flow bodies. Shape
 //      inference functions trust these, so this keeps them from reading
-//      past the end of a malformed node.
+//      past the end of a malformed node. Under a newer opset this also
+//      refuses, naming the op and both opsets, a node whose signature
+//      changed after the library's version; Reduce* and Split at opset 18
+//      are checked and sized by memplan's own rules instead.
 //   4. Bind dynamic dimensions: --input-shape NAME=DIMS replaces the shape of
 //      a graph input; --dim SYMBOL=VALUE (and symbols fixed by an input
 //      shape) replace that dim_param everywhere it appears.
@@ -24,7 +27,9 @@
 //      Nodes come from the model as read, types from the scratch copy.
 //   7. Size every tensor; the ones that stay unknown are reported together in
 //      one error, or planned at --unknown-size-bytes. A branch that cannot
-//      run for the bound shapes needs no storage (size 0).
+//      run for the bound shapes needs no storage (size 0). Strings and
+//      sequence/map/optional values are owned by the runtime's heap, not an
+//      arena: they are marked dynamic_unbound and left out of the plan.
 //   8. validateModel().
 //
 // Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) alias their input
@@ -374,6 +379,74 @@ std::optional<std::size_t> axisOf(std::int64_t axis, std::size_t rank) {
   return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }
 
+// ---------------------------------------------------------------------------
+// Operators newer than the ONNX library.
+//
+// A model whose opset is newer than the library runs with the newest schemas
+// the library has. That is right for ops whose newer versions only added
+// types; a node using a signature added later fails the schema check and is
+// refused with a hint. Reduce* and Split changed at opset 18 in ways the old
+// shape inference would get silently wrong (axes moved to an input;
+// num_outputs), so their nodes never reach it: the scratch copy marks them
+// with kNewerRuleDomain, which ONNX skips, and ShapeFolder sizes their
+// outputs by the opset-18 rule.
+
+constexpr const char* kNewerRuleDomain = "memplan.newer";
+constexpr int kNewerRuleOpset = 18;
+
+bool isReduceWithAxesInput(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "ReduceL1",  "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd",  "ReduceSumSquare"};
+  return kOps.count(op) > 0;
+}
+
+// Sized by memplan's own rule at this default-domain opset.
+bool newerOpRule(const ox::NodeProto& n, int opset) {
+  return opset >= kNewerRuleOpset && (isReduceWithAxesInput(n.op_type()) || n.op_type() == "Split");
+}
+
+// Why a default-domain node of an opset newer than the library cannot be
+// taken; nullptr when it can (as far as this check goes).
+const char* newerOpProblem(const ox::NodeProto& n, int opset) {
+  auto onlyIntAttrs = [&](std::initializer_list<const char*> names) {
+    for (const auto& a : n.attribute()) {
+      bool ok = false;
+      for (const char* name : names) ok |= a.name() == name;
+      if (!ok || a.type() != ox::AttributeProto::INT) return false;
+    }
+    return true;
+  };
+  if (opset >= 20 && n.op_type() == "DFT")
+    return "takes 'axis' as an input with a new default; memplan's ONNX library knows this op "
+           "only up to opset 17, whose shape rule differs";
+  if (!newerOpRule(n, opset)) return nullptr;
+  if (n.op_type() == "Split") {
+    if (n.input_size() < 1 || n.input_size() > 2 || n.output_size() < 1 ||
+        !onlyIntAttrs({"axis", "num_outputs"}))
+      return "must have inputs (input, split?), outputs and INT attributes axis, num_outputs";
+    if (n.input_size() == 2 && !n.input(1).empty() && attrOf(n, "num_outputs"))
+      return "sets both the 'split' input and 'num_outputs'";
+    return nullptr;
+  }
+  if (n.input_size() < 1 || n.input_size() > 2 || n.output_size() != 1 ||
+      !onlyIntAttrs({"keepdims", "noop_with_empty_axes"}))
+    return "takes 'axes' as an input: it must have inputs (data, axes?), one output and INT "
+           "attributes keepdims, noop_with_empty_axes";
+  return nullptr;
+}
+
+// What changed in an op after the library's version, for the error text.
+std::string changeHint(const std::string& op) {
+  if (op == "Pad") return "takes 'axes' as an input";
+  if (op == "Resize") return "takes new attributes (antialias, axes, keep_aspect_ratio_policy)";
+  if (op == "Cast" || op == "CastLike" || op == "QuantizeLinear")
+    return "takes new attributes (saturate, output_dtype, block_size)";
+  if (op == "DequantizeLinear") return "takes a new attribute (block_size)";
+  if (op == "AveragePool" || op == "LpPool") return "takes new attributes (ceil_mode, dilations)";
+  return "changed its signature";
+}
+
 class ShapeFolder {
  public:
   struct Scope {
@@ -418,6 +491,10 @@ class ShapeFolder {
       }
       if (isDefaultDomain(n.domain()) && n.op_type() == "If") changed += selectBranch(g, n, scope);
       for (const auto& o : n.output()) scope.types.emplace(o, nullptr);
+      if (n.domain() == kNewerRuleDomain) {
+        changed += newerOpTypes(g, n, scope);
+        continue;
+      }
       if (!isDefaultDomain(n.domain()) || n.output_size() != 1 || n.output(0).empty()) continue;
       if (n.op_type() == "Constant") {
         std::optional<IntTensor> t;
@@ -509,6 +586,104 @@ class ShapeFolder {
       *vi->mutable_type() = *bt;
       scope.types[n.output(k)] = &vi->type();
       ++added;
+    }
+    return added;
+  }
+
+  // Gives `name` (an output of a node in `g`) the type `t` as value_info,
+  // unless a complete type is already known. Returns 1 when it did.
+  static std::size_t giveType(ox::GraphProto* g, Scope& scope, const std::string& name,
+                              const ox::TypeProto& t) {
+    const auto* have = scope.type(name);
+    if (have && have->has_tensor_type() && shapeOf(have->tensor_type()).complete()) return 0;
+    ox::ValueInfoProto* vi = nullptr;
+    for (auto& cand : *g->mutable_value_info())
+      if (cand.name() == name) vi = &cand;
+    if (!vi) {
+      vi = g->add_value_info();
+      vi->set_name(name);
+    }
+    *vi->mutable_type() = t;
+    scope.types[name] = &vi->type();
+    return 1;
+  }
+
+  // Output types of a Reduce* or Split node at opset 18+ (see "Operators
+  // newer than the ONNX library"). Nothing when any input that decides the
+  // shape is unknown, or the node is invalid: the outputs stay unsized.
+  std::size_t newerOpTypes(ox::GraphProto* g, const ox::NodeProto& n, Scope& scope) {
+    if (n.input_size() < 1) return 0;
+    const auto* xt = scope.type(n.input(0));
+    if (!xt || !xt->has_tensor_type() || xt->tensor_type().elem_type() == 0) return 0;
+    const auto xs = knownShape(scope, n.input(0));
+    if (!xs) return 0;
+    const std::size_t r = xs->size();
+    const IntTensor* arg = nullptr;  // axes (Reduce) or split sizes (Split)
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      arg = scope.value(n.input(1));
+      if (!arg) return 0;  // computed at run time
+    }
+    std::vector<std::vector<std::int64_t>> outs;
+    if (n.op_type() == "Split") {
+      const auto axis = axisOf(attrInt(n, "axis", 0), r);
+      if (!axis) return 0;
+      const std::int64_t d = (*xs)[*axis];
+      const auto k = static_cast<std::int64_t>(n.output_size());
+      std::vector<std::int64_t> sizes;
+      if (arg) {
+        __int128 sum = 0;
+        for (auto v : arg->v) {
+          if (v < 0) return 0;
+          sum += v;
+        }
+        if (arg->dims.size() != 1 || static_cast<std::int64_t>(arg->v.size()) != k || sum != d)
+          return 0;
+        sizes = arg->v;
+      } else if (const auto* a = attrOf(n, "num_outputs")) {
+        // Chunks of ceil(d / k); the last one is smaller when k does not divide d.
+        if (a->i() != k) return 0;
+        const std::int64_t chunk = d / k + (d % k != 0);
+        const std::int64_t last = d - chunk * (k - 1);
+        if (last < 0) return 0;
+        sizes.assign(static_cast<std::size_t>(k - 1), chunk);
+        sizes.push_back(last);
+      } else {
+        if (d % k) return 0;
+        sizes.assign(static_cast<std::size_t>(k), d / k);
+      }
+      for (auto size : sizes) {
+        outs.push_back(*xs);
+        outs.back()[*axis] = size;
+      }
+    } else {
+      // Empty or absent axes: all axes, or none with noop_with_empty_axes.
+      std::vector<bool> reduce(r, attrInt(n, "noop_with_empty_axes", 0) == 0);
+      if (arg && !arg->v.empty()) {
+        if (arg->dims.size() > 1) return 0;
+        reduce.assign(r, false);
+        for (auto a : arg->v) {
+          const auto ax = axisOf(a, r);
+          if (!ax || reduce[*ax]) return 0;
+          reduce[*ax] = true;
+        }
+      }
+      const bool keep = attrInt(n, "keepdims", 1) != 0;
+      std::vector<std::int64_t> out;
+      for (std::size_t k = 0; k < r; ++k)
+        if (!reduce[k]) out.push_back((*xs)[k]);
+        else if (keep) out.push_back(1);
+      outs.push_back(std::move(out));
+    }
+    if (outs.size() != static_cast<std::size_t>(n.output_size())) return 0;
+    std::size_t added = 0;
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (n.output(k).empty()) continue;
+      ox::TypeProto t;
+      auto* tt = t.mutable_tensor_type();
+      tt->set_elem_type(xt->tensor_type().elem_type());
+      auto* shape = tt->mutable_shape();
+      for (auto d : outs[static_cast<std::size_t>(k)]) shape->add_dim()->set_dim_value(d);
+      added += giveType(g, scope, n.output(k), t);
     }
     return added;
   }
@@ -917,11 +1092,12 @@ class OnnxImporter {
         fail("opset_import '" + imp.domain() + "': invalid version " +
              std::to_string(imp.version()));
       opsets_[domain] = static_cast<int>(imp.version());
+      // A newer opset runs with the newest schemas the library has (the
+      // registry resolves the latest version <= the opset); verifyNodes()
+      // then refuses the nodes whose signature changed since.
       auto it = known.find(domain);
-      if (it != known.end() && imp.version() > it->second.second && used_domains.count(domain))
-        fail("opset " + std::to_string(imp.version()) + " of domain '" +
-             (domain.empty() ? "ai.onnx" : domain) + "' is newer than this build's ONNX (" +
-             std::to_string(it->second.second) + "); shapes cannot be inferred reliably");
+      if (it != known.end() && imp.version() > it->second.second)
+        library_max_[domain] = it->second.second;
     }
     if (!opsets_.count("") && used_domains.count(""))
       fail("opset_import has no entry for the default ONNX domain");
@@ -951,23 +1127,43 @@ class OnnxImporter {
           if (a.has_t()) constantBytes(a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
       const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
       auto ver = opsets_.find(domain);
-      if (ver != opsets_.end()) {
-        const auto* schema = ox::OpSchemaRegistry::Schema(n.op_type(), ver->second, domain);
-        if (schema) {
-          try {
-            schema->Verify(n);
-          } catch (const std::exception& e) {
-            fail("node '" + nodeLabel(n, i) + "' (" + opName(n) + "): " + firstLine(e.what()));
-          }
-        } else if (domain.empty()) {
-          fail("node '" + nodeLabel(n, i) + "': unknown operator " + n.op_type() +
-               " in opset " + std::to_string(ver->second));
-        }
-      }
+      if (ver != opsets_.end()) verifyNode(n, nodeLabel(n, i), domain, ver->second);
       for (const auto& a : n.attribute()) {
         if (a.has_g()) verifyNodes(a.g(), depth + 1);
         for (const auto& sub : a.graphs()) verifyNodes(sub, depth + 1);
       }
+    }
+  }
+
+  void verifyNode(const ox::NodeProto& n, const std::string& label, const std::string& domain,
+                  int opset) {
+    const std::string where = "node '" + label + "' (" + opName(n) + ")";
+    const auto newer = library_max_.find(domain);
+    const bool beyond = newer != library_max_.end();
+    const std::string at = "op " + n.op_type() + " at opset " + std::to_string(opset);
+    if (beyond && domain.empty()) {
+      if (const char* why = newerOpProblem(n, opset)) fail(where + ": " + at + " " + why);
+      if (newerOpRule(n, opset)) return;  // verified above, sized by ShapeFolder
+    }
+    const auto* schema = ox::OpSchemaRegistry::Schema(n.op_type(), opset, domain);
+    if (!schema) {
+      if (beyond)
+        fail(where + ": " + at + " is newer than memplan's ONNX library, which knows " +
+             (domain.empty() ? "ai.onnx" : domain) + " only up to opset " +
+             std::to_string(newer->second));
+      if (domain.empty())
+        fail("node '" + label + "': unknown operator " + n.op_type() + " in opset " +
+             std::to_string(opset));
+      return;
+    }
+    try {
+      schema->Verify(n);
+    } catch (const std::exception& e) {
+      if (!beyond || schema->since_version() >= opset) fail(where + ": " + firstLine(e.what()));
+      // The op changed after the version the library knows.
+      fail(where + ": " + at + " " + changeHint(n.op_type()) +
+           "; memplan's ONNX library knows this op only up to opset " +
+           std::to_string(schema->since_version()) + ": " + firstLine(e.what()));
     }
   }
 
@@ -1071,6 +1267,12 @@ class OnnxImporter {
     // the real nodes. Each round can size more Shape inputs, so repeat while
     // folding makes progress (bounded).
     typed_ = model_;
+    if (library_max_.count("")) {
+      auto* imp = typed_.add_opset_import();
+      imp->set_domain(kNewerRuleDomain);
+      imp->set_version(1);
+      markNewerRules(typed_.mutable_graph(), opsets_.at(""), 0);
+    }
     ShapeFolder folder;
     for (int round = 0;; ++round) {
       ox::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0,
@@ -1087,6 +1289,19 @@ class OnnxImporter {
       if (folder.fold(typed_.mutable_graph(), nullptr, 0) == 0) break;
     }
     dead_bodies_ = std::move(folder.dead);
+  }
+
+  // Hides Reduce*/Split nodes of opset 18+ from ONNX shape inference (its
+  // opset-13 rules would read them wrongly); ShapeFolder sizes them.
+  static void markNewerRules(ox::GraphProto* g, int opset, int depth) {
+    if (depth > kMaxGraphDepth) return;
+    for (auto& n : *g->mutable_node()) {
+      if (isDefaultDomain(n.domain()) && newerOpRule(n, opset)) n.set_domain(kNewerRuleDomain);
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) markNewerRules(a.mutable_g(), opset, depth + 1);
+        for (auto& sub : *a.mutable_graphs()) markNewerRules(&sub, opset, depth + 1);
+      }
+    }
   }
 
   // ---- 6. graphs ----------------------------------------------------------
@@ -1187,7 +1402,9 @@ class OnnxImporter {
     if (!type || type->value_case() == ox::TypeProto::VALUE_NOT_SET) {
       why = "type unknown";
     } else if (!type->has_tensor_type()) {
-      why = "not a dense tensor";
+      // Sequence, map, optional or sparse value: the runtime's heap owns it.
+      t.dynamic_unbound = true;
+      return;
     } else {
       const auto& tt = type->tensor_type();
       t.dtype = mapDType(tt.elem_type());
@@ -1199,7 +1416,8 @@ class OnnxImporter {
       if (t.dtype == DType::Unknown) {
         why = "element type unknown";
       } else if (t.dtype == DType::String) {
-        why = "string tensor";
+        t.dynamic_unbound = true;  // variable-length strings live on the runtime's heap
+        return;
       } else if (!s.has_shape) {
         why = std::string(dtypeName(t.dtype)) + ", rank unknown";
         t.shape = {-1};  // unknown dims are -1; an unknown rank reads as [-1]
@@ -1424,6 +1642,7 @@ class OnnxImporter {
         const Tensor& b = out_.tensors[base];
         Tensor& v = out_.tensors[view];
         if (b.kind != TensorKind::Activation || v.kind != TensorKind::Activation) continue;
+        if (b.dynamic_unbound || v.dynamic_unbound) continue;
         if (b.graph != v.graph || b.nbytes != v.nbytes || b.dtype != v.dtype) continue;
         if (unknown_ids.count(base) || unknown_ids.count(view)) continue;
         v.alias = AliasKind::View;
@@ -1440,6 +1659,7 @@ class OnnxImporter {
   bool in_dead_body_ = false;  // importing a branch that never runs
   std::set<std::string> graph_names_;
   std::map<std::string, int> opsets_;
+  std::map<std::string, int> library_max_;  // domains whose opset the library lacks
   std::vector<Unknown> unknown_;
   Model out_;
 };
