@@ -4,9 +4,9 @@
 // allocations alive at a step form a set of byte ranges that must be
 // disjoint, kept sorted by offset. A new range can only collide with the
 // live range that starts last before its end, so one ordered-set lookup per
-// insertion finds any collision. ShareWith pairs at one offset are merged
-// into one range alive over the union of their lifetimes first, which also
-// catches a third tensor placed in the in-place result's extra lifetime.
+// insertion finds any collision. ShareWith members at one offset whose
+// lifetimes overlap are merged into one range first; a third tensor in the
+// in-place result's extra lifetime still collides with that range.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -128,18 +128,26 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
       parent[find(s.id)] = find(s.inplace_base);
 
   for (auto& [mem_id, raw] : pools) {
-    std::map<SpecId, Range> grouped;
-    for (const Range& r : raw) {
-      auto [it, fresh] = grouped.try_emplace(find(r.spec), r);
-      if (fresh) continue;
-      Range& g = it->second;
-      g.end = std::max(g.end, r.end);
-      g.first = std::min(g.first, r.first);
-      g.last = std::max(g.last, r.last);
-    }
+    // Members of a group share bytes by design: where their lifetimes
+    // overlap they become one range; apart in time they stay separate
+    // (the bytes are free in between, like any dead tensor's).
+    std::map<SpecId, std::vector<Range>> groups;
+    for (const Range& r : raw) groups[find(r.spec)].push_back(r);
     std::vector<Range> ranges;
-    ranges.reserve(grouped.size());
-    for (auto& [root, r] : grouped) ranges.push_back(r);
+    ranges.reserve(raw.size());
+    for (auto& [root, members] : groups) {
+      std::sort(members.begin(), members.end(),
+                [](const Range& a, const Range& b) { return std::tie(a.first, a.spec) < std::tie(b.first, b.spec); });
+      for (const Range& r : members) {
+        if (!ranges.empty() && find(ranges.back().spec) == root && r.first <= ranges.back().last) {
+          Range& g = ranges.back();
+          g.end = std::max(g.end, r.end);
+          g.last = std::max(g.last, r.last);
+        } else {
+          ranges.push_back(r);
+        }
+      }
+    }
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
       return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);
     });
