@@ -945,6 +945,78 @@ TEST(OnnxImport, StringsSequencesAndOptionalsAreUnbound) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Debian's ONNX test models (package libonnx-testdata), a fixed sample.
+
+const std::filesystem::path kOnnxTestdata = "/usr/share/libonnx-testdata/data";
+
+TEST(OnnxImport, OnnxTestdataSampleImportsPlansAndVerifies) {
+  if (!std::filesystem::exists(kOnnxTestdata / "node"))
+    GTEST_SKIP() << "libonnx-testdata is not installed";
+  // Dense models: every value planned.
+  const std::vector<std::string> dense = {
+      "node/test_conv_with_strides_padding", "node/test_lstm_defaults",
+      "node/test_gru_defaults", "node/test_resize_downsample_scales_linear", "node/test_if",
+      "node/test_scan9_sum", "node/test_scan_sum", "node/test_range_float_type_positive_delta",
+      "node/test_reduce_mean_default_axes_keepdims_example", "node/test_split_equal_parts_1d",
+      "node/test_gather_0", "node/test_matmul_4d", "node/test_softmax_axis_0",
+      "node/test_einsum_batch_matmul", "node/test_maxpool_2d_pads",
+      "node/test_averagepool_2d_same_upper", "node/test_batchnorm_example",
+      "node/test_layer_normalization_2d_axis0", "node/test_reshape_reordered_all_dims",
+      "node/test_transpose_all_permutations_0", "node/test_concat_3d_axis_1", "node/test_slice",
+      "node/test_expand_dim_changed", "node/test_tile", "node/test_top_k",
+      "node/test_convtranspose", "node/test_dft", "node/test_stft", "node/test_sce_mean",
+      "node/test_dynamicquantizelinear", "node/test_qlinearconv",
+      "simple/test_expand_shape_model1"};
+  // Models with strings, sequences or optionals: those stay on the heap.
+  const std::vector<std::string> heap = {
+      "node/test_cast_FLOAT_to_STRING", "node/test_castlike_STRING_to_FLOAT_expanded",
+      "node/test_identity_sequence", "node/test_if_seq", "node/test_if_opt",
+      "node/test_optional_get_element_sequence", "node/test_optional_has_element_empty",
+      "node/test_sequence_insert_at_back",
+      "node/test_strnormalizer_export_monday_casesensintive_lower",
+      "simple/test_sequence_model2", "simple/test_sequence_model6",
+      "simple/test_strnorm_model_monday_insensintive_upper_twodim"};
+  std::size_t imported = 0;
+  for (const auto* list : {&dense, &heap}) {
+    for (const auto& rel : *list) {
+      SCOPED_TRACE(rel);
+      const auto path = kOnnxTestdata / rel / "model.onnx";
+      ASSERT_TRUE(std::filesystem::exists(path));
+      const Model m = importOnnx(test::readText(path), rel, {});
+      const auto unbound = std::count_if(m.tensors.begin(), m.tensors.end(),
+                                         [](const Tensor& t) { return t.dynamic_unbound; });
+      if (list == &dense) {
+        EXPECT_EQ(unbound, 0);
+      } else {
+        EXPECT_GT(unbound, 0);
+      }
+      const Plan plan = planModel(m, PlanRequest{});
+      const VerifyResult v = verifyPlan(plan);
+      EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+      if (list == &dense) {
+        EXPECT_GT(v.checked_allocations, 0u);
+      }
+      ++imported;
+    }
+  }
+  EXPECT_EQ(imported, 44u);
+}
+
+// A data-dependent shape stays a "bind your dimensions" error, not a guess.
+TEST(OnnxImport, OnnxTestdataDataDependentShapeIsRefused) {
+  const auto path = kOnnxTestdata / "simple/test_sequence_model4/model.onnx";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  try {
+    importOnnx(test::readText(path), "model4.onnx", {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("model4.onnx: cannot size 1 tensor: out float32[2,", 0),
+              0u)
+        << e.what();
+  }
+}
+
 // Every outcome must be a model or an InputError: never a crash, hang or
 // another exception type.
 void expectModelOrInputError(const std::string& bytes, const ImportOptions& opts,
