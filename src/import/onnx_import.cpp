@@ -643,10 +643,10 @@ class ShapeFolder {
         // Chunks of ceil(d / k); the last one is smaller when k does not divide d.
         if (a->i() != k) return 0;
         const std::int64_t chunk = d / k + (d % k != 0);
-        const std::int64_t last = d - chunk * (k - 1);
+        const __int128 last = static_cast<__int128>(d) - static_cast<__int128>(chunk) * (k - 1);
         if (last < 0) return 0;
         sizes.assign(static_cast<std::size_t>(k - 1), chunk);
-        sizes.push_back(last);
+        sizes.push_back(static_cast<std::int64_t>(last));
       } else {
         if (d % k) return 0;
         sizes.assign(static_cast<std::size_t>(k), d / k);
