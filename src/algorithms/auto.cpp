@@ -144,7 +144,10 @@ class Auto : public Algorithm {
       if (r.found && r.height < height && pool::checkPlacement(problem, r.offsets).empty()) {
         best = pool::makeSolution(problem, r.offsets, "exact", lb, work);
       }
-      if (r.proven_optimal && r.height <= height) best.proven_optimal = true;
+      // With in-place groups merged, the search's floor is the merged
+      // problem's bound, which can exceed the true one: only a plan at the
+      // true bound is then proven optimal.
+      if (r.proven_optimal && r.height <= height && !merged.merged_any) best.proven_optimal = true;
       report("exact search", best.size, lb);
     }
     best.work = work;
