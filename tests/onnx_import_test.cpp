@@ -750,6 +750,38 @@ TEST(OnnxImport, Opset18ReduceAndSplitSizedByTheirNewRules) {
   EXPECT_EQ(v.checked_allocations, 13u);  // x and the 12 results
 }
 
+TEST(OnnxImport, Opset18ReduceInsideABranchReadsOuterValues) {
+  REQUIRE_OLD_LIBRARY();
+  ox::ModelProto m = opset18Model();
+  auto* g = m.mutable_graph();
+  setType(g->add_input(), "c", 9, {});
+  auto* iff = addNode(g, "If", {"c"}, {"branch_mean"});
+  for (const char* which : {"then_branch", "else_branch"}) {
+    auto* attr = iff->add_attribute();
+    attr->set_name(which);
+    attr->set_type(ox::AttributeProto::GRAPH);
+    auto* body = attr->mutable_g();
+    body->set_name(which);
+    const std::string out = std::string(which) + "_out";
+    // keepdims 0 in one branch only: the branches disagree on rank.
+    auto* r = addNode(body, "ReduceMax", {"x", which[0] == 't' ? "axes_1" : "axes_last_first"},
+                      {out});
+    addIntAttr(r, "keepdims", 0);
+    body->add_output()->set_name(out);
+  }
+  g->add_output()->set_name("branch_mean");
+  ImportOptions bound;
+  bound.unknown_size_bytes = 1024;  // the If's own output: the branches disagree
+  const Model k = importOnnx(m.SerializeAsString(), "b18.onnx", bound);
+  EXPECT_EQ(named(k, "then_branch_out").shape, (std::vector<std::int64_t>{2, 5}));
+  EXPECT_EQ(named(k, "then_branch_out").nbytes, 40u);
+  EXPECT_EQ(named(k, "else_branch_out").shape, (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(named(k, "else_branch_out").nbytes, 12u);
+  EXPECT_EQ(named(k, "branch_mean").nbytes, 1024u);
+  const VerifyResult v = verifyPlan(planModel(k, PlanRequest{}));
+  EXPECT_TRUE(v.ok()) << (v.violations.empty() ? "" : v.violations[0].message);
+}
+
 TEST(OnnxImport, Opset18ShapesTheRuleCannotKnowStayUnsized) {
   REQUIRE_OLD_LIBRARY();
   ox::ModelProto m;
