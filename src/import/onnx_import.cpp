@@ -389,7 +389,9 @@ std::optional<std::size_t> axisOf(std::int64_t axis, std::size_t rank) {
 // shape inference would get silently wrong (axes moved to an input;
 // num_outputs), so their nodes never reach it: the scratch copy marks them
 // with kNewerRuleDomain, which ONNX skips, and ShapeFolder sizes their
-// outputs by the opset-18 rule.
+// outputs by the opset-18 rule. A few ops added after opset 17 whose output
+// is shaped like their input (Gelu, Mish, GroupNormalization, BitwiseNot)
+// take the same path; other unknown ops are refused by name.
 
 constexpr const char* kNewerRuleDomain = "memplan.newer";
 constexpr int kNewerRuleOpset = 18;
@@ -401,36 +403,76 @@ bool isReduceWithAxesInput(const std::string& op) {
   return kOps.count(op) > 0;
 }
 
+// Ops added after opset 17 whose output has the shape and type of input 0.
+struct SameShapeOp {
+  const char* op;
+  int since;          // opset that added the op
+  int min_inputs, max_inputs;
+  const char* attrs;  // "name:TYPE,..." allowed attributes
+  const char* form;   // for the error text
+};
+constexpr SameShapeOp kSameShapeOps[] = {
+    {"Mish", 18, 1, 1, "", "must have one input, one output and no attributes"},
+    {"BitwiseNot", 18, 1, 1, "", "must have one input, one output and no attributes"},
+    {"GroupNormalization", 18, 3, 3, "epsilon:FLOAT,num_groups:INT,stash_type:INT",
+     "must have inputs (X, scale, bias), one output and attributes epsilon, num_groups, "
+     "stash_type"},
+    {"Gelu", 20, 1, 1, "approximate:STRING",
+     "must have one input, one output and a STRING attribute approximate"},
+};
+
+const SameShapeOp* sameShapeOp(const ox::NodeProto& n, int opset) {
+  for (const auto& op : kSameShapeOps)
+    if (n.op_type() == op.op && opset >= op.since) return &op;
+  return nullptr;
+}
+
 // Sized by memplan's own rule at this default-domain opset.
 bool newerOpRule(const ox::NodeProto& n, int opset) {
-  return opset >= kNewerRuleOpset && (isReduceWithAxesInput(n.op_type()) || n.op_type() == "Split");
+  return (opset >= kNewerRuleOpset &&
+          (isReduceWithAxesInput(n.op_type()) || n.op_type() == "Split")) ||
+         sameShapeOp(n, opset) != nullptr;
+}
+
+// Every attribute of `n` is one of `allowed` ("name:TYPE,..."), with that type.
+bool attrsAllowed(const ox::NodeProto& n, std::string_view allowed) {
+  for (const auto& a : n.attribute()) {
+    const std::string entry =
+        a.name() + ":" + ox::AttributeProto::AttributeType_Name(a.type());
+    bool ok = false;
+    for (std::size_t pos = 0; pos <= allowed.size() && !ok;) {
+      const auto end = std::min(allowed.find(',', pos), allowed.size());
+      ok = allowed.substr(pos, end - pos) == entry;
+      pos = end + 1;
+    }
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // Why a default-domain node of an opset newer than the library cannot be
 // taken; nullptr when it can (as far as this check goes).
 const char* newerOpProblem(const ox::NodeProto& n, int opset) {
-  auto onlyIntAttrs = [&](std::initializer_list<const char*> names) {
-    for (const auto& a : n.attribute()) {
-      bool ok = false;
-      for (const char* name : names) ok |= a.name() == name;
-      if (!ok || a.type() != ox::AttributeProto::INT) return false;
-    }
-    return true;
-  };
   if (opset >= 20 && n.op_type() == "DFT")
     return "takes 'axis' as an input with a new default; memplan's ONNX library knows this op "
            "only up to opset 17, whose shape rule differs";
   if (!newerOpRule(n, opset)) return nullptr;
+  if (const SameShapeOp* op = sameShapeOp(n, opset)) {
+    if (n.input_size() < op->min_inputs || n.input_size() > op->max_inputs ||
+        n.output_size() != 1 || !attrsAllowed(n, op->attrs))
+      return op->form;
+    return nullptr;
+  }
   if (n.op_type() == "Split") {
     if (n.input_size() < 1 || n.input_size() > 2 || n.output_size() < 1 ||
-        !onlyIntAttrs({"axis", "num_outputs"}))
+        !attrsAllowed(n, "axis:INT,num_outputs:INT"))
       return "must have inputs (input, split?), outputs and INT attributes axis, num_outputs";
     if (n.input_size() == 2 && !n.input(1).empty() && attrOf(n, "num_outputs"))
       return "sets both the 'split' input and 'num_outputs'";
     return nullptr;
   }
   if (n.input_size() < 1 || n.input_size() > 2 || n.output_size() != 1 ||
-      !onlyIntAttrs({"keepdims", "noop_with_empty_axes"}))
+      !attrsAllowed(n, "keepdims:INT,noop_with_empty_axes:INT"))
     return "takes 'axes' as an input: it must have inputs (data, axes?), one output and INT "
            "attributes keepdims, noop_with_empty_axes";
   return nullptr;
@@ -608,9 +650,10 @@ class ShapeFolder {
     return 1;
   }
 
-  // Output types of a Reduce* or Split node at opset 18+ (see "Operators
-  // newer than the ONNX library"). Nothing when any input that decides the
-  // shape is unknown, or the node is invalid: the outputs stay unsized.
+  // Output types of a Reduce* or Split node at opset 18+, or of an op newer
+  // than the library that keeps its input's shape (see "Operators newer than
+  // the ONNX library"). Nothing when any input that decides the shape is
+  // unknown, or the node is invalid: the outputs stay unsized.
   std::size_t newerOpTypes(ox::GraphProto* g, const ox::NodeProto& n, Scope& scope) {
     if (n.input_size() < 1) return 0;
     const auto* xt = scope.type(n.input(0));
@@ -618,13 +661,16 @@ class ShapeFolder {
     const auto xs = knownShape(scope, n.input(0));
     if (!xs) return 0;
     const std::size_t r = xs->size();
+    const bool same_shape = n.op_type() != "Split" && !isReduceWithAxesInput(n.op_type());
     const IntTensor* arg = nullptr;  // axes (Reduce) or split sizes (Split)
-    if (n.input_size() > 1 && !n.input(1).empty()) {
+    if (!same_shape && n.input_size() > 1 && !n.input(1).empty()) {
       arg = scope.value(n.input(1));
       if (!arg) return 0;  // computed at run time
     }
     std::vector<std::vector<std::int64_t>> outs;
-    if (n.op_type() == "Split") {
+    if (same_shape) {
+      outs.push_back(*xs);  // kSameShapeOps
+    } else if (n.op_type() == "Split") {
       const auto axis = axisOf(attrInt(n, "axis", 0), r);
       if (!axis) return 0;
       const std::int64_t d = (*xs)[*axis];
