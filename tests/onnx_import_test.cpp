@@ -912,12 +912,15 @@ TEST(OnnxImport, NewerOpsetRefusesChangedSignaturesNamingTheNode) {
               "n.onnx: node 'Split_0' (Split): op Split at opset 18 sets both the 'split' input "
               "and 'num_outputs'");
   }
-  // Resize with an opset-18 attribute.
+  // Resize with an opset-18 attribute that changes the shape rule.
   {
     ox::ModelProto m = model(18);
-    addInts(m.mutable_graph(), "sizes", {4, 6});
+    addInts(m.mutable_graph(), "sizes", {6});
     auto* n = addNode(m.mutable_graph(), "Resize", {"x", "", "", "sizes"}, {"y"});
-    addIntAttr(n, "antialias", 1);
+    auto* axes = n->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(ox::AttributeProto::INTS);
+    axes->add_ints(1);
     m.mutable_graph()->add_output()->set_name("y");
     const std::string msg = refusal(m);
     EXPECT_EQ(msg.rfind("n.onnx: node 'Resize_0' (Resize): op Resize at opset 18 takes new "
@@ -959,6 +962,31 @@ TEST(OnnxImport, NewerOpsetRefusesChangedSignaturesNamingTheNode) {
     m.mutable_graph()->add_output()->set_name("y");
     EXPECT_EQ(refusal(m).rfind("n.onnx: node 'DFT_0' (DFT): op DFT at opset 20 takes 'axis' as an "
                                "input with a new default",
+                               0),
+              0u);
+  }
+  // New attributes that leave the shape rule alone are accepted.
+  {
+    ox::ModelProto m = model(19);
+    addInts(m.mutable_graph(), "sizes", {4, 6});
+    auto* n = addNode(m.mutable_graph(), "Resize", {"x", "", "", "sizes"}, {"r"});
+    addIntAttr(n, "antialias", 1);
+    auto* policy = n->add_attribute();
+    policy->set_name("keep_aspect_ratio_policy");
+    policy->set_type(ox::AttributeProto::STRING);
+    policy->set_s("stretch");
+    auto* cast = addNode(m.mutable_graph(), "Cast", {"r"}, {"y"});
+    addIntAttr(cast, "to", 10);  // float16
+    addIntAttr(cast, "saturate", 0);
+    m.mutable_graph()->add_output()->set_name("y");
+    const Model k = importOnnx(m.SerializeAsString(), "n.onnx", {});
+    EXPECT_EQ(named(k, "r").shape, (std::vector<std::int64_t>{4, 6}));
+    EXPECT_EQ(named(k, "r").nbytes, 96u);
+    EXPECT_EQ(named(k, "y").nbytes, 48u);
+    // Another policy fits the sizes inside the aspect ratio: refused.
+    policy->set_s("not_larger");
+    EXPECT_EQ(refusal(m).rfind("n.onnx: node 'Resize_0' (Resize): op Resize at opset 19 takes "
+                               "new attributes",
                                0),
               0u);
   }
