@@ -1149,7 +1149,8 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
   ImportOptions opts;
   opts.dims = {{"N", 5}};
   std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()},
-                                                            {"pad", shapeArithmeticModel()}};
+                                                            {"pad", shapeArithmeticModel()},
+                                                            {"r18", opset18Model().SerializeAsString()}};
   if (haveModels())
     for (const char* rel : {"onnx-node/test_if.onnx", "onnx-node/test_loop11.onnx",
                             "onnx-node/test_scan_sum.onnx"})
