@@ -990,6 +990,18 @@ TEST(OnnxImport, NewerOpsetRefusesChangedSignaturesNamingTheNode) {
                                0),
               0u);
   }
+  // A malformed node of an op memplan knows no change for.
+  {
+    ox::ModelProto m = model(18);
+    addNode(m.mutable_graph(), "Relu", {"x", "x"}, {"y"});
+    m.mutable_graph()->add_output()->set_name("y");
+    const std::string msg = refusal(m);
+    EXPECT_EQ(msg.rfind("n.onnx: node 'Relu_0' (Relu): op Relu at opset 18 does not match opset "
+                        "14, the newest version of this op memplan's ONNX library knows: ",
+                        0),
+              0u)
+        << msg;
+  }
   // Ops whose newer versions only added types import at any opset.
   for (int opset : {18, 19, 21}) {
     ox::ModelProto m = model(opset);

@@ -492,7 +492,8 @@ bool shapeNeutralNewAttr(const ox::NodeProto& n, const ox::AttributeProto& a, in
   return false;
 }
 
-// What changed in an op after the library's version, for the error text.
+// What changed in an op after the library's version, for the error text
+// ("" when memplan does not know).
 std::string changeHint(const std::string& op) {
   if (op == "Pad") return "takes 'axes' as an input";
   if (op == "Resize") return "takes new attributes (antialias, axes, keep_aspect_ratio_policy)";
@@ -500,7 +501,7 @@ std::string changeHint(const std::string& op) {
     return "takes new attributes (saturate, output_dtype, block_size)";
   if (op == "DequantizeLinear") return "takes a new attribute (block_size)";
   if (op == "AveragePool" || op == "LpPool") return "takes new attributes (ceil_mode, dilations)";
-  return "changed its signature";
+  return "";
 }
 
 class ShapeFolder {
@@ -1217,7 +1218,8 @@ class OnnxImporter {
       return;
     }
     try {
-      if (beyond && std::any_of(n.attribute().begin(), n.attribute().end(),
+      if (beyond && domain.empty() &&
+          std::any_of(n.attribute().begin(), n.attribute().end(),
                                 [&](const auto& a) { return shapeNeutralNewAttr(n, a, opset); })) {
         ox::NodeProto older = n;
         older.clear_attribute();
@@ -1228,11 +1230,16 @@ class OnnxImporter {
         schema->Verify(n);
       }
     } catch (const std::exception& e) {
-      if (!beyond || schema->since_version() >= opset) fail(where + ": " + firstLine(e.what()));
-      // The op changed after the version the library knows.
-      fail(where + ": " + at + " " + changeHint(n.op_type()) +
-           "; memplan's ONNX library knows this op only up to opset " +
-           std::to_string(schema->since_version()) + ": " + firstLine(e.what()));
+      if (!beyond) fail(where + ": " + firstLine(e.what()));
+      // The op may have changed after the version the library knows.
+      const std::string known = std::to_string(schema->since_version());
+      const std::string hint = domain.empty() ? changeHint(n.op_type()) : "";
+      fail(where + ": " + at + " " +
+           (hint.empty() ? "does not match opset " + known + ", the newest version of this op "
+                               "memplan's ONNX library knows"
+                         : hint + "; memplan's ONNX library knows this op only up to opset " +
+                               known) +
+           ": " + firstLine(e.what()));
     }
   }
 
