@@ -32,6 +32,7 @@ struct PoolInfo {
 
 struct GraphPlan {
   GraphId graph = 0;
+  GraphId parent = kNone;            // graph whose pools hold this body's arena
   GraphSpecs specs;                  // lifetimes and specs that were planned
   std::vector<Bytes> bufsizes;       // index = mem_id; [0] is always 0
   std::vector<Allocation> allocations;  // one per planned spec, spec order

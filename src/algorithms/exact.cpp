@@ -64,7 +64,16 @@ class ExactAlgorithm : public Algorithm {
   std::string_view name() const override { return "exact"; }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
     const pool::MergedProblem merged = pool::mergeInplace(problem);
-    const std::vector<Offset> start = pool::expandOffsets(merged, bestFit(merged.problem));
+    // Start from the best heuristic plan (auto without its exact stage: the
+    // best-fit portfolio, ExecuTorch's greedy when safe, local search), so
+    // the search never ends above any heuristic; minimizeHeight needs a
+    // placement of the merged groups, which greedy's may not be.
+    AlgorithmParams heuristic = params;
+    heuristic.use_exact_search = false;
+    heuristic.progress = nullptr;
+    std::vector<Offset> start = makeAlgorithm("auto")->solve(problem, heuristic).offsets;
+    if (!pool::checkPlacement(problem, start).empty())
+      start = pool::expandOffsets(merged, bestFit(merged.problem));
     const Bytes lb = lowerBound(problem);
     exact::ExactParams ep;
     const double scaled = std::max(0.0, params.effort) * static_cast<double>(ep.node_limit);

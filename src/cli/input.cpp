@@ -213,6 +213,7 @@ Plan skeletonPlan(const LoadedInput& in, const PlanOptions& plan_options) {
         }
     for (GraphId g = 0; g < static_cast<GraphId>(in.model->graphs.size()); ++g) {
       plan.graphs[g].graph = g;
+      plan.graphs[g].parent = in.model->graphs[g].parent;
       plan.graphs[g].specs = collectSpecs(*in.model, g, options[g]);
     }
   } else if (in.spec_list) {

@@ -46,6 +46,12 @@ class ModelPlanner {
     GraphPlan result = options.per_device ? planPerDevice(std::move(specs), request, reserved)
                                           : planSpecs(std::move(specs), request, reserved);
     result.graph = g;
+    result.parent = graph.parent;
+    // ExecuTorch's greedy sizes only the pools it uses, dropping the bodies'
+    // reservation in the others; a pool must always hold its bodies' arena.
+    if (result.bufsizes.size() < reserved.size()) result.bufsizes.resize(reserved.size(), 0);
+    for (std::size_t m = 1; m < reserved.size(); ++m)
+      result.bufsizes[m] = std::max(result.bufsizes[m], reserved[m]);
     if (result.pool_devices.size() != result.bufsizes.size())
       result.pool_devices.assign(result.bufsizes.size(), Device{});
     plan_.graphs[g] = std::move(result);

@@ -101,7 +101,7 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
     else if (a.size > 0 && a.offset < reserved)
       report(fmt::format("'{}' at offset {} lies in pool {}'s reserved prefix of {} bytes", s.name,
                          a.offset, a.mem_id, reserved));
-    if (s.alignment > 1 && a.offset % s.alignment != 0) {
+    if (s.alignment > 1 && a.size > 0 && a.offset % s.alignment != 0) {
       std::string message = fmt::format("'{}' at offset {} is not aligned to {} bytes", s.name,
                                         a.offset, s.alignment);
       // ExecuTorch itself places tensors after an unaligned reserved prefix.
@@ -175,10 +175,30 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
   return result;
 }
 
+// A control-flow body's arena is the reserved prefix of its parent's pools:
+// each body pool must fit in that prefix.
+void checkBodyFitsParent(const Plan& plan, const GraphPlan& body, VerifyResult& result,
+                         std::size_t max_violations) {
+  if (body.parent < 0 || body.parent >= static_cast<GraphId>(plan.graphs.size())) return;
+  const GraphPlan& parent = plan.graphs[body.parent];
+  for (std::size_t m = 1; m < body.bufsizes.size(); ++m) {
+    if (body.bufsizes[m] == 0) continue;
+    Bytes room = m < parent.bufsizes.size() ? parent.bufsizes[m] : 0;
+    for (const PoolInfo& p : parent.pools)
+      if (p.mem_id == static_cast<MemId>(m) && p.buffers > 0) room = std::min(room, p.reserved);
+    if (body.bufsizes[m] > room && result.violations.size() < max_violations)
+      result.violations.push_back(
+          {body.graph, fmt::format("body graph {} needs {} bytes of pool {}, but its parent graph {} "
+                                   "reserves {}",
+                                   body.graph, body.bufsizes[m], m, body.parent, room)});
+  }
+}
+
 VerifyResult verifyPlan(const Plan& plan, std::size_t max_violations) {
   VerifyResult total;
   for (const GraphPlan& g : plan.graphs) {
     if (g.bufsizes.empty()) continue;  // graph not reached from the main graph
+    checkBodyFitsParent(plan, g, total, max_violations);
     PlanOptions options = plan.options;
     VerifyResult r = verifyGraphPlan(g, options, max_violations);
     total.checked_allocations += r.checked_allocations;
