@@ -28,16 +28,7 @@ constexpr std::size_t kMaxRank = 64;
 constexpr std::int64_t kAmbiguous = -2;  // name map entry: name used twice
 
 using jsontext::oneLine;
-
-const char* typeName(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
+using jsontext::typeName;
 
 std::string item(const std::string& base, std::size_t i) {
   return base + "[" + std::to_string(i) + "]";

@@ -41,6 +41,16 @@ std::string oneLine(std::string_view s, std::size_t max) {
   return out;
 }
 
+const char* typeName(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
 nlohmann::json parse(std::string_view text, const std::string& source, std::size_t max_depth) {
   std::size_t stop = 0;
   if (nestingDepth(text, max_depth, stop) > max_depth)

@@ -15,6 +15,10 @@ inline constexpr std::size_t kMaxDepth = 32;
 // One line: control characters replaced, long text cut with "...".
 std::string oneLine(std::string_view s, std::size_t max = 200);
 
+// "null", "a boolean", "an integer", "a number", "a string", "an array",
+// "an object": for messages.
+const char* typeName(const nlohmann::json& v);
+
 // Parses `text`; throws InputError "SOURCE:LINE:COL: JSON syntax error: ..."
 // (or "SOURCE: byte N: JSON nested deeper than 32 levels", or
 // "SOURCE: JSON error: ..." for numbers out of range).
