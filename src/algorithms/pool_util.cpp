@@ -231,14 +231,6 @@ PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offset
                           std::string algorithm, Bytes lower_bound, std::uint64_t work) {
   PoolSolution s;
   s.size = poolSize(problem, offsets);
-  // A zero-size buffer has no bytes, but its pointer must still lie in the
-  // pool: searches may leave it above the top.
-  for (const Buffer& b : problem.buffers) {
-    Offset& o = offsets[b.id];
-    if (b.size != 0 || b.fixed_offset || o <= s.size) continue;
-    const Offset aligned = alignUp(problem.reserved, std::max<Bytes>(b.alignment, 1)).value_or(kMaxBytes);
-    o = aligned <= s.size ? aligned : problem.reserved;
-  }
   s.offsets = std::move(offsets);
   s.mem_obj_ids.assign(problem.buffers.size(), 0);
   s.algorithm = std::move(algorithm);

@@ -95,7 +95,8 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
     const Bytes pool_size = plan.bufsizes[a.mem_id];
     const PoolInfo* info = pool_info.count(a.mem_id) ? pool_info[a.mem_id] : nullptr;
     const Bytes reserved = info ? info->reserved : 0;
-    if (a.offset > kMaxBytes || a.size > kMaxBytes || a.offset + a.size > pool_size)
+    // A zero-size tensor holds no bytes: where its pointer lies is moot.
+    if (a.offset > kMaxBytes || a.size > kMaxBytes || (a.size > 0 && a.offset + a.size > pool_size))
       report(fmt::format("'{}' at bytes [{}, {}) lies outside pool {} of {} bytes", s.name, a.offset,
                          a.offset + a.size, a.mem_id, pool_size));
     else if (a.size > 0 && a.offset < reserved)
