@@ -4,5 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# Tests also want clang (fuzz targets), Chromium (the viewer's browser test).
+export MEMPLAN_SETUP_EXTRA="${MEMPLAN_SETUP_EXTRA:-ci}"
 ./scripts/setup.sh >&2
 ctest --test-dir build --output-on-failure -j2 --timeout 900
