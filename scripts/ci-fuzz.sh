@@ -34,7 +34,9 @@ for t in $targets; do
   log="$build/$t.log"
   # Model files are big: keep whole example models as inputs.
   case "$t" in onnx_fuzz | tflite_fuzz) max_len=4194304 ;; *) max_len=65536 ;; esac
-  "$build/fuzz/$t" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  # A fixed seed makes a CI run reproducible; vary MEMPLAN_FUZZ_SEED for longer hunts.
+  "$build/fuzz/$t" "$corpus" "${seeds[@]}" -seed="${MEMPLAN_FUZZ_SEED:-1}" \
+    -max_total_time="$seconds" -rss_limit_mb=2048 \
     -max_len="$max_len" -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?
   execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
