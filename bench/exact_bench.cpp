@@ -4,7 +4,7 @@
 // nodes, wall and CPU seconds of exact search and wall seconds of the
 // starting heuristic.
 //
-//   exact_bench [node_limit] [file...]   (default: the shared benchmark set)
+//   exact_bench [node_limit] [file...]   (default: the benchmark lists in tests/data)
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -66,11 +66,11 @@ int main(int argc, char** argv) {
   std::vector<fs::path> files;
   for (int i = first_file; i < argc; ++i) files.emplace_back(argv[i]);
   if (files.empty()) {
-    const fs::path shared = MEMPLAN_SHARED_DIR;
+    const fs::path data = MEMPLAN_DATA_DIR;
     for (const char* c : {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"})
-      files.push_back(shared / "benchmarks/minimalloc-challenging" / (std::string(c) + ".1048576.csv"));
-    files.push_back(shared / "benchmarks/traces/resnet50.csv");
-    files.push_back(shared / "benchmarks/traces/G_1.csv");
+      files.push_back(data / "minimalloc-challenging" / (std::string(c) + ".1048576.csv"));
+    files.push_back(data / "traces/resnet50.csv");
+    files.push_back(data / "traces/G_1.csv");
   }
   std::printf("%-22s %7s %14s %14s %14s %7s %10s %8s %8s %8s\n", "instance", "buffers", "LB",
               "start height", "height", "proven", "nodes", "seconds", "cpu s", "start s");

@@ -1,5 +1,5 @@
 // Plan quality: a markdown table of heights against the lower bound, over
-// the MiniMalloc benchmark lists (the shared benchmarks folder) and
+// the MiniMalloc benchmark lists and real traces (tests/data) and
 // synthetic model-like lists.
 //
 //   quality [--filter SUBSTRING] [--effort X] [--algorithms a,b,...]
@@ -31,11 +31,11 @@ struct Instance {
 std::vector<Instance> instances(const std::string& filter) {
   std::vector<Instance> out;
   auto want = [&](const std::string& n) { return filter.empty() || n.find(filter) != std::string::npos; };
-  const std::filesystem::path shared = MEMPLAN_SHARED_DIR "/benchmarks";
+  const std::filesystem::path data = MEMPLAN_DATA_DIR;
   for (const char* dir : {"minimalloc-challenging", "traces"}) {
     std::vector<std::filesystem::path> files;
-    if (!std::filesystem::exists(shared / dir)) continue;
-    for (const auto& e : std::filesystem::directory_iterator(shared / dir))
+    if (!std::filesystem::exists(data / dir)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(data / dir))
       if (e.path().extension() == ".csv") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {

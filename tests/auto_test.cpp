@@ -78,7 +78,7 @@ Case readCase(const std::filesystem::path& path) {
 
 std::vector<std::filesystem::path> conformanceFiles() {
   std::vector<std::filesystem::path> files;
-  const auto dir = test::sharedDir() / "conformance" / "executorch";
+  const auto dir = test::dataDir() / "executorch-conformance";
   if (!std::filesystem::exists(dir)) return files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
@@ -88,10 +88,11 @@ std::vector<std::filesystem::path> conformanceFiles() {
 
 TEST(Auto, NeverWorseThanExecutorchGreedyOnConformanceLists) {
   const auto files = conformanceFiles();
-  if (files.empty()) GTEST_SKIP() << "conformance cases not found under " << test::sharedDir();
+  ASSERT_GE(files.size(), 300u) << "conformance cases missing from " << test::dataDir();
   auto automatic = makeAlgorithm("auto");
   auto greedy = makeAlgorithm("greedy");
   ASSERT_TRUE(automatic);
+  ASSERT_TRUE(greedy);
   int pools = 0, better = 0, unsafe = 0, at_bound = 0;
   for (const auto& f : files) {
     const Case c = readCase(f);
@@ -106,7 +107,6 @@ TEST(Auto, NeverWorseThanExecutorchGreedyOnConformanceLists) {
         EXPECT_TRUE(s.proven_optimal) << c.name;
       }
       ++pools;
-      if (!greedy) continue;
       const PoolSolution g = greedy->solve(p, {});
       // ExecuTorch places in-place results last, at their base's offset,
       // where another tensor may already live (its defect 3): such plans
@@ -132,7 +132,7 @@ TEST(Auto, NeverWorseThanExecutorchGreedyOnConformanceLists) {
 
 TEST(Auto, DeterministicOnConformanceLists) {
   const auto files = conformanceFiles();
-  if (files.empty()) GTEST_SKIP() << "conformance cases not found under " << test::sharedDir();
+  ASSERT_GE(files.size(), 300u) << "conformance cases missing from " << test::dataDir();
   auto automatic = makeAlgorithm("auto");
   AlgorithmParams params;
   params.effort = 0.1;
@@ -150,8 +150,7 @@ TEST(Auto, DeterministicOnConformanceLists) {
 
 TEST(Auto, SwitchesAndProgress) {
   // MiniMalloc's challenging instance C: best fit alone is 1.36x the bound.
-  const auto csv = test::sharedDir() / "benchmarks" / "minimalloc-challenging" / "C.1048576.csv";
-  if (!std::filesystem::exists(csv)) GTEST_SKIP() << csv << " not found";
+  const auto csv = test::dataDir() / "minimalloc-challenging" / "C.1048576.csv";
   const PoolProblem p = readMiniMallocCsv(test::readText(csv), "C.1048576.csv").problem;
   const Bytes lb = lowerBound(p);
   std::vector<std::string> lines;

@@ -127,7 +127,7 @@ void writeBytes(const fs::path& p, const std::string& bytes) {
 
 TEST(BadInputs, TruncatedModelsAreRefused) {
   const auto models = exampleModels();
-  if (models.empty()) GTEST_SKIP() << "no example models (run scripts/fetch-models.sh)";
+  if (models.empty()) MEMPLAN_MISSING_DATA() << "no example models (run scripts/fetch-models.sh)";
   const fs::path dir = test::tempDir("bad-truncated");
   std::size_t checked = 0;
   for (const fs::path& m : models) {
@@ -151,7 +151,7 @@ TEST(BadInputs, TruncatedModelsAreRefused) {
 // a crash, a failed verification or a multi-line error.
 TEST(BadInputs, BitFlippedModelsNeverCrash) {
   const auto models = exampleModels();
-  if (models.empty()) GTEST_SKIP() << "no example models (run scripts/fetch-models.sh)";
+  if (models.empty()) MEMPLAN_MISSING_DATA() << "no example models (run scripts/fetch-models.sh)";
   const fs::path dir = test::tempDir("bad-flipped");
   std::size_t refused = 0, accepted = 0;
   std::uint64_t state = 0x6d656d;

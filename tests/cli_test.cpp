@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path conformanceDir() { return sharedDir() / "conformance" / "executorch"; }
+fs::path conformanceDir() { return dataDir() / "executorch-conformance"; }
 
 void writeText(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -35,7 +35,7 @@ TEST(Cli, HelpAndUsageErrors) {
 
 TEST(Cli, ConformanceCaseThroughThePlanFile) {
   // `memplan plan CASE.json -o plan.json` writes ExecuTorch's numbers.
-  if (!fs::exists(conformanceDir())) GTEST_SKIP() << "no conformance cases beside the checkout";
+  ASSERT_TRUE(fs::exists(conformanceDir())) << conformanceDir();
   const fs::path dir = tempDir("cli-conformance");
   int checked = 0;
   for (const char* name : {"greedy-101-0050", "greedy_no_overlap-101-0013", "naive-101-0126",
@@ -129,7 +129,7 @@ TEST(Cli, PlanFilesAreByteIdenticalRunToRun) {
 
 TEST(Cli, ImportedGraphPlansIdentically) {
   const fs::path model = modelsDir() / "selfie_segmentation" / "selfie_segmentation.tflite";
-  if (!fs::exists(model)) GTEST_SKIP() << "example models not fetched (scripts/fetch-models.sh)";
+  if (!fs::exists(model)) MEMPLAN_MISSING_DATA() << "example models not fetched (scripts/fetch-models.sh)";
   const fs::path dir = tempDir("cli-import");
   ASSERT_EQ(runCli("import " + model.string() + " -o " + (dir / "g.json").string()).exit_code, 0);
   ASSERT_EQ(runCli("plan -q " + model.string() + " -o " + (dir / "a.json").string()).exit_code, 0);

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 std::vector<fs::path> caseFiles() {
   std::vector<fs::path> files;
-  const fs::path dir = test::sharedDir() / "conformance" / "executorch";
+  const fs::path dir = test::dataDir() / "executorch-conformance";
   if (!fs::is_directory(dir)) return files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
@@ -69,8 +69,7 @@ std::string runCase(const fs::path& file) {
 
 TEST(Conformance, AllExecutorchCasesMatchExactly) {
   const auto files = caseFiles();
-  if (files.empty())
-    GTEST_SKIP() << "conformance cases not found under " << test::sharedDir().string();
+  ASSERT_GE(files.size(), 300u) << "conformance cases missing from " << test::dataDir().string();
   std::size_t passed = 0;
   std::map<std::string, std::pair<int, int>> by_algo;  // algorithm -> (passed, total)
   for (const fs::path& f : files) {
@@ -102,8 +101,7 @@ TEST(Conformance, AllExecutorchCasesMatchExactly) {
 // emptied folder would otherwise pass vacuously).
 TEST(Conformance, CasesCoverEveryAlgorithm) {
   const auto files = caseFiles();
-  if (files.empty())
-    GTEST_SKIP() << "conformance cases not found under " << test::sharedDir().string();
+  ASSERT_GE(files.size(), 300u) << "conformance cases missing from " << test::dataDir().string();
   std::map<std::string, int> count;
   for (const fs::path& f : files)
     count[readSpecListJson(test::readText(f), f.filename().string()).algorithm]++;

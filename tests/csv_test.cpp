@@ -150,9 +150,7 @@ TEST(Csv, WriterKeepsAlignmentAndRejectsUnwritableIds) {
 }
 
 TEST(Csv, BenchmarkFilesReadWithTheirCounts) {
-  const fs::path dir = test::sharedDir() / "benchmarks";
-  if (!fs::exists(dir / "traces/S_1.csv"))
-    GTEST_SKIP() << "benchmark buffer lists not available at " << dir;
+  const fs::path dir = test::dataDir();
   const std::pair<const char*, std::size_t> files[] = {
       {"minimalloc-challenging/A.1048576.csv", 154}, {"minimalloc-challenging/B.1048576.csv", 170},
       {"minimalloc-challenging/C.1048576.csv", 203}, {"minimalloc-challenging/D.1048576.csv", 213},

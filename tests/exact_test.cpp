@@ -330,8 +330,7 @@ TEST(ExactSearch, Deterministic) {
 }
 
 TEST(ExactAlgorithm, RegisteredSolverReachesBoundOnChallengingC) {
-  const auto path = test::sharedDir() / "benchmarks/minimalloc-challenging/C.1048576.csv";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "benchmark data absent: " << path;
+  const auto path = test::dataDir() / "minimalloc-challenging/C.1048576.csv";
   const BufferList list = readMiniMallocCsv(test::readText(path), path.string());
   const auto algo = makeExactAlgorithm();
   const PoolSolution s = algo->solve(list.problem, AlgorithmParams{});
@@ -341,8 +340,7 @@ TEST(ExactAlgorithm, RegisteredSolverReachesBoundOnChallengingC) {
 }
 
 TEST(ExactAlgorithm, SmallExampleAtItsBound) {
-  const auto path = test::sharedDir() / "benchmarks/minimalloc-challenging/example.12.csv";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "benchmark data absent: " << path;
+  const auto path = test::dataDir() / "minimalloc-challenging/example.12.csv";
   const BufferList list = readMiniMallocCsv(test::readText(path), path.string());
   const PoolSolution s = makeExactAlgorithm()->solve(list.problem, AlgorithmParams{});
   EXPECT_EQ(s.size, 12u);

@@ -493,7 +493,7 @@ TEST(Detect, FetchedModels) {
   const fs::path onnx = models / "vad/silero_vad_v5.onnx";
   const fs::path tflite = models / "face_detection/face_detection_short_range.tflite";
   if (!fs::exists(onnx) || !fs::exists(tflite))
-    GTEST_SKIP() << "example models not fetched (scripts/fetch-models.sh)";
+    MEMPLAN_MISSING_DATA() << "example models not fetched (scripts/fetch-models.sh)";
   // Renamed files are still recognized by content.
   EXPECT_EQ(detect("model.bin", readFile(onnx)), InputKind::Onnx);
   EXPECT_EQ(detect("model.bin", readFile(tflite)), InputKind::Tflite);

@@ -122,7 +122,7 @@ std::vector<Example> examples() {
 bool haveModels() { return std::filesystem::exists(test::modelsDir() / "onnx-node/test_if.onnx"); }
 
 #define REQUIRE_MODELS() \
-  if (!haveModels()) GTEST_SKIP() << "example models not fetched (scripts/fetch-models.sh)"
+  if (!haveModels()) MEMPLAN_MISSING_DATA() << "example models not fetched (scripts/fetch-models.sh)"
 
 Model importFile(const std::string& rel, const ImportOptions& options) {
   const auto path = test::modelsDir() / rel;
@@ -1080,7 +1080,7 @@ const std::filesystem::path kOnnxTestdata = "/usr/share/libonnx-testdata/data";
 
 TEST(OnnxImport, OnnxTestdataSampleImportsPlansAndVerifies) {
   if (!std::filesystem::exists(kOnnxTestdata / "node"))
-    GTEST_SKIP() << "libonnx-testdata is not installed";
+    MEMPLAN_MISSING_DATA() << "libonnx-testdata is not installed";
   // Dense models: every value planned.
   const std::vector<std::string> dense = {
       "node/test_conv_with_strides_padding", "node/test_lstm_defaults",
@@ -1134,7 +1134,7 @@ TEST(OnnxImport, OnnxTestdataSampleImportsPlansAndVerifies) {
 // A data-dependent shape stays a "bind your dimensions" error, not a guess.
 TEST(OnnxImport, OnnxTestdataDataDependentShapeIsRefused) {
   const auto path = kOnnxTestdata / "simple/test_sequence_model4/model.onnx";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  if (!std::filesystem::exists(path)) MEMPLAN_MISSING_DATA() << "libonnx-testdata is not installed";
   try {
     importOnnx(test::readText(path), "model4.onnx", {});
     FAIL() << "expected InputError";

@@ -265,9 +265,7 @@ TEST(PlanJson, ModelPlanRoundTripsAndVerifies) {
 }
 
 TEST(PlanJson, SpecListPlanMatchesTheCaseExpectedBlock) {
-  const fs::path dir = test::sharedDir() / "conformance/executorch";
-  if (!fs::exists(dir / "greedy-101-0004.json"))
-    GTEST_SKIP() << "conformance cases not available at " << dir;
+  const fs::path dir = test::dataDir() / "executorch-conformance";
   for (const char* name : {"greedy-101-0004.json", "naive-101-0318.json"}) {
     const SpecListCase c = readSpecListJson(readFile(dir / name), name);
     ASSERT_TRUE(c.has_expected);

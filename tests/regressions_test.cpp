@@ -7,6 +7,10 @@
 #include <map>
 
 #include "../fuzz/fuzz_checks.h"
+#include "memplan/io.h"
+#include "memplan/plan.h"
+#include "memplan/replay.h"
+#include "memplan/verify.h"
 #include "support/test_support.h"
 
 namespace memplan {
@@ -52,13 +56,13 @@ TEST(Regressions, SeedCorporaPassTheFuzzChecks) {
 TEST(Regressions, SavedCrashesStayFixed) {
   const fs::path root = test::sourceDir() / "tests" / "regressions";
   const std::size_t ran = replayDir(root);
-  if (ran == 0) GTEST_SKIP() << "no saved fuzzer inputs in tests/regressions/<target>/";
+  ASSERT_GT(ran, 0u) << "no saved fuzzer inputs in tests/regressions/<target>/";
   std::printf("replayed %zu saved fuzzer inputs\n", ran);
 }
 
 // The example models are the ONNX/TFLite fuzzers' seeds (scripts/fuzz-seeds.sh).
 TEST(Regressions, ExampleModelsPassTheFuzzChecks) {
-  if (!fs::exists(test::modelsDir())) GTEST_SKIP() << "no example models (scripts/fetch-models.sh)";
+  if (!fs::exists(test::modelsDir())) MEMPLAN_MISSING_DATA() << "no example models (scripts/fetch-models.sh)";
   std::size_t ran = 0;
   for (const auto& e : fs::recursive_directory_iterator(test::modelsDir())) {
     const auto ext = e.path().extension();
@@ -69,7 +73,37 @@ TEST(Regressions, ExampleModelsPassTheFuzzChecks) {
     EXPECT_EQ(ext == ".onnx" ? fuzz::checkOnnx(bytes) : fuzz::checkTflite(bytes), "");
     ++ran;
   }
-  if (ran == 0) GTEST_SKIP() << "no example models (scripts/fetch-models.sh)";
+  if (ran == 0) MEMPLAN_MISSING_DATA() << "no example models (scripts/fetch-models.sh)";
+}
+
+// The property tests' findings (tests/regressions/README.md), replanned as
+// they were found.
+TEST(Regressions, PropertyFindingsStayFixed) {
+  const fs::path dir = test::sourceDir() / "tests" / "regressions" / "plans";
+  const auto planOf = [&](const char* file, const char* algorithm, Bytes alignment,
+                          bool plan_inputs, double effort) {
+    const Model m = readGraphJson(test::readText(dir / file), file);
+    PlanRequest r;
+    r.algorithm = algorithm;
+    r.options.alignment = alignment;
+    r.options.alloc_graph_input = plan_inputs;
+    r.params.effort = effort;
+    const Plan p = planModel(m, r);
+    const VerifyResult v = verifyPlan(p);
+    EXPECT_TRUE(v.ok()) << file << " " << algorithm << ": "
+                        << (v.ok() ? "" : v.violations[0].message);
+    const ReplayResult rr = replayPlan(m, p);
+    EXPECT_TRUE(rr.ok()) << file << " " << algorithm << ": " << rr.message;
+    Bytes total = 0;
+    for (Bytes b : p.main().bufsizes) total += b;
+    return total;
+  };
+  // A zero-size tensor once got an offset past its pool's end.
+  planOf("exact-zero-size-outside-pool.json", "exact", 8, false, 0.05);
+  // exact once ended above memplan's own heuristics; it starts from their best.
+  const Bytes exact = planOf("exact-above-naive.json", "exact", 16, true, 1.0);
+  for (const char* heuristic : {"best_fit", "local_search"})
+    EXPECT_LE(exact, planOf("exact-above-naive.json", heuristic, 16, true, 1.0)) << heuristic;
 }
 
 }  // namespace

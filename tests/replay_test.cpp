@@ -308,7 +308,7 @@ TEST_P(Replay, HugeArenaUsesIntervalMap) {
 TEST(ReplayModels, ExampleTfliteModelsReplayCleanAndCatchAStackedPlan) {
   const auto dir = test::modelsDir() / "selfie_segmentation";
   const auto path = dir / "selfie_segmentation.tflite";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no example models (scripts/fetch-models.sh)";
+  if (!std::filesystem::exists(path)) MEMPLAN_MISSING_DATA() << "no example models (scripts/fetch-models.sh)";
   const Model model = importTflite(test::readText(path), path.filename().string(), {});
   PlanRequest request;
   request.algorithm = "best_fit";

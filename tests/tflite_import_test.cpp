@@ -114,7 +114,7 @@ class RealModel : public ::testing::TestWithParam<ModelFacts> {};
 TEST_P(RealModel, MatchesIndependentReader) {
   const ModelFacts& facts = GetParam();
   const std::string bytes = loadModel(facts.path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched: " << facts.path;
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched: " << facts.path;
   const Model m = import(bytes, facts.path);
 
   const RawTflite raw(bytes);
@@ -167,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, RealModel, ::testing::ValuesIn(kModels),
 
 TEST(TfliteImport, ShortRangeDetails) {
   const std::string bytes = loadModel(kModels[0].path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched: " << kModels[0].path;
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched: " << kModels[0].path;
   const Model m = import(bytes);
   // Tensor 0 'input' float32 [1,128,128,3] = 196608 bytes; tensor 1 is the
   // float16 kernel 'conv2d/Kernel' [24,5,5,3] = 1800 halves = 3600 bytes.
@@ -191,7 +191,7 @@ TEST(TfliteImport, ShortRangeDetails) {
 
 TEST(TfliteImport, CustomOpIsNamedByCustomCode) {
   const std::string bytes = loadModel(kModels[3].path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched: " << kModels[3].path;
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched: " << kModels[3].path;
   const Model m = import(bytes);
   std::size_t custom = 0, hard_swish = 0;
   for (const Node& n : m.main().nodes) {
@@ -228,7 +228,7 @@ TEST(TfliteImport, EmptyTinyAndForeignFilesAreInputErrors) {
 
 TEST(TfliteImport, WrongIdentifierIsAnInputError) {
   std::string bytes = loadModel(kModels[0].path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched";
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched";
   bytes[7] = '2';  // "TFL2"
   try {
     import(bytes);
@@ -240,7 +240,7 @@ TEST(TfliteImport, WrongIdentifierIsAnInputError) {
 
 TEST(TfliteImport, TruncatedFilesNeverCrash) {
   const std::string bytes = loadModel(kModels[0].path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched";
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched";
   std::size_t errors = 0;
   for (std::size_t len = 0; len < bytes.size(); len += (len < 4096 ? 7 : 397))
     errors += !expectInputErrorOrModel(bytes.substr(0, len), "length " + std::to_string(len));
@@ -252,7 +252,7 @@ TEST(TfliteImport, TruncatedFilesNeverCrash) {
 
 TEST(TfliteImport, BitFlipsNeverCrash) {
   const std::string bytes = loadModel(kModels[0].path);
-  if (bytes.empty()) GTEST_SKIP() << "model not fetched";
+  if (bytes.empty()) MEMPLAN_MISSING_DATA() << "model not fetched";
   // In this file the weights come first and the tables last (tensor and
   // operator tables in the final 23 KiB): flip bits anywhere on odd rounds,
   // in the final 32 KiB or the first 512 bytes (root, vtables) otherwise.
@@ -679,7 +679,7 @@ TEST(TfliteImport, ExampleModelsPlanAndVerify) {
     if (bytes.empty()) continue;
     const Model m = import(bytes, facts.path);
     for (const char* algorithm : {"greedy", "auto"}) {
-      if (!makeAlgorithm(algorithm)) GTEST_SKIP() << "algorithm not built: " << algorithm;
+      ASSERT_TRUE(makeAlgorithm(algorithm)) << algorithm;
       PlanRequest request;
       request.algorithm = algorithm;
       const Plan plan = planModel(m, request);
@@ -705,11 +705,11 @@ TEST(TfliteImport, ExampleModelsPlanAndVerify) {
       ++planned;
     }
   }
-  if (planned == 0) GTEST_SKIP() << "models not fetched";
+  if (planned == 0) MEMPLAN_MISSING_DATA() << "models not fetched";
 }
 
 TEST(TfliteImport, ControlFlowModelPlansAndVerifies) {
-  if (!makeAlgorithm("greedy")) GTEST_SKIP() << "greedy not built";
+  ASSERT_TRUE(makeAlgorithm("greedy"));
   SubgraphDesc main = unary("main");
   main.tensors.push_back({{}, 6, 0, "c"});
   main.tensors.push_back({{64}, 0, 0, "out"});
@@ -746,7 +746,7 @@ TEST(TfliteCli, PlansModelsAndRejectsBrokenFiles) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 
   const auto model = test::modelsDir() / kModels[0].path;
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << "model not fetched";
+  if (!std::filesystem::exists(model)) MEMPLAN_MISSING_DATA() << "model not fetched";
   const test::CliResult real = test::runCli("plan " + model.string());
   EXPECT_EQ(real.exit_code, 0) << real.err;
   EXPECT_NE(real.out.find("face_detection_short_range.tflite"), std::string::npos) << real.out;

@@ -9,7 +9,8 @@
 # them in the system Chromium via playwright-core (installed here by `npm ci`
 # when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
 # temporary directory, removed afterwards).
-# Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium).
+# Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium; with
+# MEMPLAN_REQUIRE_TEST_DATA=1, as scripts/test.sh sets, missing pieces fail).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,13 +25,15 @@ if [ ! -x "$bin" ]; then
   exit 2
 fi
 chromium=${MEMPLAN_CHROMIUM:-/usr/bin/chromium}
+skip_code=77
+[ "${MEMPLAN_REQUIRE_TEST_DATA:-0}" = "1" ] && skip_code=1
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "run.sh: skipped: node/npm not installed" >&2
-  exit 77
+  echo "run.sh: node/npm not installed" >&2
+  exit $skip_code
 fi
 if [ ! -x "$chromium" ]; then
-  echo "run.sh: skipped: no Chromium at $chromium (set MEMPLAN_CHROMIUM)" >&2
-  exit 77
+  echo "run.sh: no Chromium at $chromium (set MEMPLAN_CHROMIUM)" >&2
+  exit $skip_code
 fi
 if [ ! -d "$here/node_modules/playwright-core" ]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
@@ -49,6 +52,7 @@ for model in "$here/two_pools.json" "$@"; do
     # Example models are fetched separately; without them the bundled
     # graph still runs.
     echo "run.sh: $model not found (scripts/fetch-models.sh fetches it); not tested" >&2
+    [ "$skip_code" = 1 ] && exit 1
     continue
   fi
   name=$(basename "$model")

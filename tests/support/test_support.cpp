@@ -4,15 +4,20 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 namespace memplan::test {
 
-std::filesystem::path sharedDir() { return MEMPLAN_SHARED_DIR; }
+std::filesystem::path dataDir() { return std::filesystem::path(MEMPLAN_SOURCE_DIR) / "tests" / "data"; }
 std::filesystem::path modelsDir() { return MEMPLAN_MODELS_DIR; }
 std::filesystem::path sourceDir() { return MEMPLAN_SOURCE_DIR; }
+bool dataRequired() {
+  const char* v = std::getenv("MEMPLAN_REQUIRE_TEST_DATA");
+  return v && std::string(v) != "0" && *v;
+}
 
 std::string readText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -4,11 +4,17 @@
 #include <filesystem>
 #include <string>
 
+#include <gtest/gtest.h>
+
 namespace memplan::test {
 
-std::filesystem::path sharedDir();   // ../shared beside the checkout
+std::filesystem::path dataDir();     // tests/data: data committed with the tests
 std::filesystem::path modelsDir();   // example models fetched by scripts/fetch-models
 std::filesystem::path sourceDir();
+// True when MEMPLAN_REQUIRE_TEST_DATA=1 (scripts/test.sh and CI set it):
+// then data that setup fetches (example models, Debian's ONNX test data)
+// must be present, and its absence fails the test instead of skipping it.
+bool dataRequired();
 std::string readText(const std::filesystem::path& path);
 // A fresh empty directory for one test's files.
 std::filesystem::path tempDir(const std::string& name);
@@ -22,3 +28,12 @@ struct CliResult {
 CliResult runCli(const std::string& args);
 
 }  // namespace memplan::test
+
+// In a test body: the fetched data this test needs is missing. Skips with
+// the streamed message locally; fails when dataRequired().
+#define MEMPLAN_MISSING_DATA()                                                    \
+  return ::testing::internal::AssertHelper(                                       \
+             ::memplan::test::dataRequired() ? ::testing::TestPartResult::kFatalFailure \
+                                             : ::testing::TestPartResult::kSkip,  \
+             __FILE__, __LINE__, "test data missing (scripts/fetch-models.sh)") = \
+      ::testing::Message()
