@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
       }
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const std::string err = algo->executorchExact() ? std::string()
+      const std::string err = algo->info().executorch_exact ? std::string()
                                                       : pool::checkPlacement(inst.problem, s.offsets);
       if (!err.empty()) {
         ++bad;

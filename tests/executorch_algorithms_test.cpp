@@ -532,8 +532,8 @@ TEST(SpecListReader, RejectsMalformedInputWithThePlace) {
   EXPECT_EQ(readError(R"({"alignment": 12, "specs": []})"),
             "case.json: alignment: 12 is not a power of two");
   EXPECT_EQ(readError(R"({"algorithm": "best", "specs": []})"),
-            "case.json: algorithm: unknown algorithm 'best' (expected greedy, greedy_no_overlap, "
-            "naive or suite)");
+            "case.json: algorithm: unknown algorithm 'best' (expected one of ExecuTorch's: naive, "
+            "greedy, greedy_no_overlap, suite)");
   EXPECT_EQ(readError(R"({"name": "x"})"), "case.json: specs: missing");
   EXPECT_EQ(readError(R"({"specs": {}})"), "case.json: specs: expected an array, got an object");
   EXPECT_EQ(readError("[1, 2]"), "case.json: top level: expected an object, got an array");

@@ -143,8 +143,8 @@ TEST(Property, EveryAlgorithmVerifiesAndReplays) {
       // exact-search comparison: ExecuTorch's may sit unaligned after an
       // unaligned reserved prefix (the verifier warns, as ExecuTorch does
       // it), which no aligned plan can match.
-      if (v.ok() && r.ok() && !makeAlgorithm(name)->executorchExact()) height[name] = mainHeight(*plan);
-      if ((!v.ok() || !r.ok()) && makeAlgorithm(name)->executorchExact()) {
+      if (v.ok() && r.ok() && !makeAlgorithm(name)->info().executorch_exact) height[name] = mainHeight(*plan);
+      if ((!v.ok() || !r.ok()) && makeAlgorithm(name)->info().executorch_exact) {
         const std::string defect = executorchDefect(c.model, *plan);
         if (!defect.empty()) {
           ++known[name + ": " + defect];

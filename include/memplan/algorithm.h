@@ -3,10 +3,14 @@
 // Every algorithm lives in one file under src/algorithms/ and is registered
 // by name in src/algorithms/registry.cpp. An algorithm sees only a
 // PoolProblem: buffers with a size, a half-open lifetime [start, end), an
-// alignment and optional constraints. It never sees the graph.
+// alignment and optional constraints. It never sees the graph. What it is
+// (AlgorithmInfo) is data: planning, the verifier and the readers act on
+// those facts, never on an algorithm's name.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,9 +27,12 @@ struct Buffer {
   TimeValue end = 0;        // one past the last step alive (start < end)
   Bytes size = 0;           // bytes to reserve (already rounded to alignment)
   Bytes nbytes = 0;         // unrounded size (ExecuTorch's greedy sorts on it)
-  Bytes alignment = 1;      // offsets must be multiples of this (power of 2)
+  Bytes alignment = 1;      // offsets must be multiples of this (any value >= 1)
   std::optional<Offset> fixed_offset;   // pinned placement: absolute offset
                                         // in the pool (>= reserved prefix)
+  std::optional<Offset> hint;           // preferred offset, if the algorithm
+                                        // honours hints (AlgorithmInfo)
+  std::vector<Gap> gaps;                // windows holding fewer bytes
   BufferId inplace_base = kNone;        // ExecuTorch inplace_base: same offset
                                         // as that buffer, own lifetime
   bool overlaps(const Buffer& o) const { return start < o.end && o.start < end; }
@@ -61,13 +68,47 @@ struct AlgorithmParams {
   std::function<void(std::string_view)> progress;  // optional status line
 };
 
+// How a plan's bufsizes are laid out around the pools' reserved prefixes.
+enum class BufsizesLayout : std::uint8_t {
+  // bufsizes[m] = max(reserved[m], pool size), as long as the longer of the
+  // reserved list and the largest used mem_id, at least [0, 0].
+  Memplan,
+  // ExecuTorch's greedy: one entry per mem_id up to the largest used (pools
+  // without specs 0), at least [0, 0].
+  ExecutorchGreedy,
+  // ExecuTorch's naive: the reserved list (or [0, 0]) extended to the
+  // largest used mem_id, used pools replaced by their size.
+  ExecutorchNaive,
+};
+
+// What an algorithm is. Every algorithm declares it once.
+struct AlgorithmInfo {
+  std::string_view name;
+  std::string_view summary;          // one line, for `memplan algorithms`
+  // Reproduces ExecuTorch bit for bit: in-place (inplace_base) buffers keep
+  // their own lifetimes at their base's offset, as ExecuTorch places them,
+  // so a plan may be unsafe exactly where ExecuTorch's is (it is reported,
+  // not refused); pinned offsets are refused.
+  bool executorch_exact = false;
+  BufsizesLayout layout = BufsizesLayout::Memplan;
+  bool honours_extra_padding = true;  // ExecuTorch's naive ignores it
+  bool honours_pins = true;           // Buffer::fixed_offset
+  bool honours_gaps = false;          // else gaps are dropped before solving
+                                      // (the buffer holds all its bytes)
+  bool honours_hints = false;         // Buffer::hint
+  // Runs other algorithms and keeps the smallest result, naming the winner.
+  bool selects = false;
+  // Selects over whole graphs (sum of bufsizes, first wins ties) among these
+  // algorithms, as ExecuTorch's suite does; empty = works pool by pool.
+  std::vector<std::string_view> whole_graph_candidates;
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
-  virtual std::string_view name() const = 0;
-  // True for the ExecuTorch algorithms, whose results must match ExecuTorch
-  // bit for bit and which keep `inplace_base` buffers separate.
-  virtual bool executorchExact() const { return false; }
+  // Static data: the reference outlives the algorithm object.
+  virtual const AlgorithmInfo& info() const = 0;
+  std::string_view name() const { return info().name; }
   virtual PoolSolution solve(const PoolProblem& problem,
                              const AlgorithmParams& params) const = 0;
 };
@@ -76,6 +117,8 @@ class Algorithm {
 // ExecuTorch suite), "auto" (default) and the offset-based algorithms.
 std::unique_ptr<Algorithm> makeAlgorithm(std::string_view name);  // null if unknown
 std::vector<std::string> algorithmNames();
+// The info of a registered algorithm; null if unknown.
+const AlgorithmInfo* findAlgorithmInfo(std::string_view name);
 
 // Max over time of the summed sizes of live buffers (sweep, O(n log n)),
 // plus the reserved prefix, plus extra_padding when any buffer exists; also

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace memplan {
 
@@ -20,6 +21,18 @@ using MemId = std::int32_t;       // pool id; 0 is reserved for constants
 using BufferId = std::int32_t;    // index into a PoolProblem's buffers
 
 inline constexpr std::int32_t kNone = -1;
+
+// A window of a buffer's lifetime in which it holds fewer bytes (MiniMalloc's
+// gaps): half-open steps [start, end) inside the buffer's own lifetime; with
+// no `window` it holds none, otherwise only bytes [window->first,
+// window->second) counted from its own offset. A buffer's gaps are sorted
+// and disjoint; readers check that.
+struct Gap {
+  TimeValue start = 0;
+  TimeValue end = 0;
+  std::optional<std::pair<Bytes, Bytes>> window;
+  friend bool operator==(const Gap&, const Gap&) = default;
+};
 // Largest size memplan accepts for one tensor or pool: leaves head room so
 // offset + size never overflows 64 bits.
 inline constexpr Bytes kMaxBytes = Bytes{1} << 62;

@@ -41,7 +41,14 @@ constexpr std::size_t kExecutorchMaxBuffers = 20'000;
 
 class Auto : public Algorithm {
  public:
-  std::string_view name() const override { return "auto"; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "auto",
+        .summary = "memplan's default: lower bound, best-fit portfolio with ExecuTorch's greedy, "
+                   "local search, exact search; keeps the smallest",
+        .selects = true};
+    return kInfo;
+  }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
     using Clock = std::chrono::steady_clock;

@@ -365,7 +365,13 @@ namespace {
 
 class BestFit : public Algorithm {
  public:
-  std::string_view name() const override { return "best_fit"; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "best_fit",
+        .summary = "offset-based best fit and first fit in six orders; keeps the lowest",
+        .selects = true};
+    return kInfo;
+  }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
     const auto merged = pool::mergeInplace(problem);
     checkPins(merged.problem);

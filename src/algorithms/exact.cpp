@@ -61,7 +61,12 @@ std::vector<Offset> bestFit(const PoolProblem& p) {
 
 class ExactAlgorithm : public Algorithm {
  public:
-  std::string_view name() const override { return "exact"; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "exact",
+        .summary = "branch-and-bound search from the best heuristic plan toward the lower bound"};
+    return kInfo;
+  }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
     const pool::MergedProblem merged = pool::mergeInplace(problem);
     // Start from the best heuristic plan (auto without its exact stage: the

@@ -83,10 +83,21 @@ class ExecutorchGreedy final : public Algorithm {
   explicit ExecutorchGreedy(bool allow_overlapping)
       : allow_overlapping_(allow_overlapping) {}
 
-  std::string_view name() const override {
-    return allow_overlapping_ ? "greedy" : "greedy_no_overlap";
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kGreedy{
+        .name = "greedy",
+        .summary = "ExecuTorch's greedy, bit-exact (shared objects, overlapping allocations)",
+        .executorch_exact = true,
+        .layout = BufsizesLayout::ExecutorchGreedy,
+        .honours_pins = false};
+    static const AlgorithmInfo kNoOverlap{
+        .name = "greedy_no_overlap",
+        .summary = "ExecuTorch's greedy without overlapping allocations, bit-exact",
+        .executorch_exact = true,
+        .layout = BufsizesLayout::ExecutorchGreedy,
+        .honours_pins = false};
+    return allow_overlapping_ ? kGreedy : kNoOverlap;
   }
-  bool executorchExact() const override { return true; }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
     const std::vector<BufferId> root = detail::inplaceRoots(problem);
@@ -235,8 +246,18 @@ class ExecutorchGreedy final : public Algorithm {
 // keep the smallest, first wins ties. The winner is named in the solution.
 class ExecutorchSuite final : public Algorithm {
  public:
-  std::string_view name() const override { return "suite"; }
-  bool executorchExact() const override { return true; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "suite",
+        .summary = "ExecuTorch's algorithm suite, bit-exact: greedy, greedy_no_overlap, naive on "
+                   "the whole graph; keeps the smallest sum of bufsizes",
+        .executorch_exact = true,
+        .layout = BufsizesLayout::ExecutorchGreedy,
+        .honours_pins = false,
+        .selects = true,
+        .whole_graph_candidates = {"greedy", "greedy_no_overlap", "naive"}};
+    return kInfo;
+  }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
     PoolSolution best = ExecutorchGreedy(true).solve(problem, params);
     std::uint64_t work = best.work;

@@ -240,7 +240,12 @@ namespace {
 
 class LocalSearch : public Algorithm {
  public:
-  std::string_view name() const override { return "local_search"; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "local_search",
+        .summary = "iterated local search over placement orders from the best heuristic plan"};
+    return kInfo;
+  }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
     const auto merged = pool::mergeInplace(problem);
     heur::checkPins(merged.problem);

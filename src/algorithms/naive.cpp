@@ -18,8 +18,16 @@ namespace {
 
 class ExecutorchNaive final : public Algorithm {
  public:
-  std::string_view name() const override { return "naive"; }
-  bool executorchExact() const override { return true; }
+  const AlgorithmInfo& info() const override {
+    static const AlgorithmInfo kInfo{
+        .name = "naive",
+        .summary = "ExecuTorch's naive, bit-exact: every tensor at the end of its pool, no reuse",
+        .executorch_exact = true,
+        .layout = BufsizesLayout::ExecutorchNaive,
+        .honours_extra_padding = false,
+        .honours_pins = false};
+    return kInfo;
+  }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
     const std::vector<BufferId> root = detail::inplaceRoots(problem);

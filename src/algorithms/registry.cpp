@@ -42,6 +42,12 @@ std::unique_ptr<Algorithm> makeAlgorithm(std::string_view name) {
   return nullptr;
 }
 
+const AlgorithmInfo* findAlgorithmInfo(std::string_view name) {
+  for (const Entry& e : kAlgorithms)
+    if (e.make && e.name == name) return &e.make()->info();  // static data
+  return nullptr;
+}
+
 std::vector<std::string> algorithmNames() {
   std::vector<std::string> names;
   for (const Entry& e : kAlgorithms)

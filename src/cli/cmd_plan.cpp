@@ -101,8 +101,8 @@ struct PlanCommand {
       // Asked for ExecuTorch bit for bit: its plan is reproduced, defects
       // included (e.g. in-place results placed late), and said to be unsafe.
       // `memplan verify` on it exits 1.
-      const auto algo = makeAlgorithm(plan.algorithm);
-      if ((algo && algo->executorchExact()) || plan.algorithm == "suite") {
+      const AlgorithmInfo* algo = findAlgorithmInfo(plan.algorithm);
+      if (algo && algo->executorch_exact) {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";

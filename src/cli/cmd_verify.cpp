@@ -88,11 +88,11 @@ Command addReplayCommand(CLI::App& app) {
 Command addAlgorithmsCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("algorithms", "List the planning algorithms");
   return {sub, [] {
-            for (const std::string& n : algorithmNames()) {
-              auto a = makeAlgorithm(n);
-              std::cout << n << (a && a->executorchExact() ? "  (ExecuTorch-exact)" : "") << "\n";
-            }
-            std::cout << "suite  (ExecuTorch suite: smallest of its algorithms)\n";
+            std::size_t width = 0;
+            for (const std::string& n : algorithmNames()) width = std::max(width, n.size());
+            for (const std::string& n : algorithmNames())
+              std::cout << n << std::string(width + 2 - n.size(), ' ')
+                        << findAlgorithmInfo(n)->summary << "\n";
             return kExitOk;
           }};
 }

@@ -142,7 +142,7 @@ namespace {
 PlanRequest makeRequest(const PlanFlags& flags, Bytes default_alignment) {
   PlanRequest r;
   r.algorithm = flags.algorithm.empty() ? "auto" : flags.algorithm;
-  if (!makeAlgorithm(r.algorithm) && r.algorithm != "suite") {
+  if (!findAlgorithmInfo(r.algorithm)) {
     std::string known;
     for (const auto& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
     throw InputError(fmt::format("--algorithm: unknown algorithm '{}' (known: {})", r.algorithm, known));

@@ -111,10 +111,15 @@ SpecListCase readSpecListJson(std::string_view text, const std::string& source_n
   if (const Json* algo = r.field(doc, "algorithm")) {
     if (!algo->is_string()) r.fail("algorithm", "expected a string, got " + Reader::brief(*algo));
     c.algorithm = algo->get<std::string>();
-    static constexpr std::string_view kKnown[] = {"greedy", "greedy_no_overlap", "naive", "suite"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), c.algorithm) == std::end(kKnown))
-      r.fail("algorithm", fmt::format("unknown algorithm '{}' (expected greedy, greedy_no_overlap, "
-                                      "naive or suite)", c.algorithm.substr(0, 64)));
+    // The case names one of ExecuTorch's algorithms.
+    const AlgorithmInfo* info = findAlgorithmInfo(c.algorithm);
+    if (!info || !info->executorch_exact) {
+      std::string known;
+      for (const std::string& n : algorithmNames())
+        if (findAlgorithmInfo(n)->executorch_exact) known += (known.empty() ? "" : ", ") + n;
+      r.fail("algorithm", fmt::format("unknown algorithm '{}' (expected one of ExecuTorch's: {})",
+                                      c.algorithm.substr(0, 64), known));
+    }
   }
   if (const Json* a = r.field(doc, "alignment")) {
     c.alignment = r.unsignedValue(*a, "alignment", kMaxAlignment);

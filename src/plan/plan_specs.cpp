@@ -134,12 +134,12 @@ struct Attempt {
 
 PoolProblem buildProblem(const GraphSpecs& graph, const Prepared& p, MemId m,
                          const std::vector<MemId>& pool_of, const PlanRequest& request,
-                         const std::vector<Bytes>& reserved, bool naive,
+                         const std::vector<Bytes>& reserved, Bytes extra_padding,
                          std::vector<SpecId>& specs_out) {
   PoolProblem prob;
   prob.mem_id = m;
   prob.reserved = static_cast<std::size_t>(m) < reserved.size() ? reserved[m] : 0;
-  prob.extra_padding = naive ? 0 : request.extra_padding;  // naive ignores it
+  prob.extra_padding = extra_padding;
   const auto& caps = request.options.capacities;
   if (static_cast<std::size_t>(m) < caps.size()) prob.capacity = caps[m];
   std::vector<BufferId> index(graph.specs.size(), kNone);
@@ -178,7 +178,7 @@ class Planner {
   Planner(const GraphSpecs& graph, const Prepared& p, const Algorithm& algo,
           const PlanRequest& request, const std::vector<Bytes>& reserved)
       : graph_(graph), p_(p), algo_(algo), request_(request), reserved_(reserved),
-        exact_(algo.executorchExact()), naive_(algo.name() == "naive"), pool_of_(p.home) {
+        info_(algo.info()), pool_of_(p.home) {
     // In-place groups move together; a pinned member pins its group.
     members_.assign(graph.specs.size(), {});
     pinned_.assign(graph.specs.size(), false);
@@ -222,7 +222,7 @@ class Planner {
   Bytes reservedOf(MemId m) const {
     return static_cast<std::size_t>(m) < reserved_.size() ? reserved_[m] : 0;
   }
-  Bytes paddingOf() const { return naive_ ? 0 : request_.extra_padding; }
+  Bytes paddingOf() const { return info_.honours_extra_padding ? request_.extra_padding : 0; }
 
   std::vector<MemId> usedPools() const {
     std::vector<MemId> used;
@@ -335,13 +335,15 @@ class Planner {
     auto it = cache_.find(m);
     if (it != cache_.end()) return it->second;
     PoolRun run;
-    run.problem = buildProblem(graph_, p_, m, pool_of_, request_, reserved_, naive_, run.specs);
-    if (exact_)
-      for (const Buffer& b : run.problem.buffers)
-        if (b.fixed_offset)
-          throw InputError(fmt::format("{}: pinned offset {} cannot be honoured by algorithm '{}' "
-                                       "(ExecuTorch's algorithms place freely)",
-                                       b.name, *b.fixed_offset, algo_.name()));
+    run.problem = buildProblem(graph_, p_, m, pool_of_, request_, reserved_, paddingOf(), run.specs);
+    for (Buffer& b : run.problem.buffers) {
+      if (b.fixed_offset && !info_.honours_pins)
+        throw InputError(fmt::format("{}: pinned offset {} cannot be honoured by algorithm '{}' "
+                                     "(it places every tensor itself)",
+                                     b.name, *b.fixed_offset, algo_.name()));
+      if (!info_.honours_gaps) b.gaps.clear();   // holds all its bytes all its lifetime
+      if (!info_.honours_hints) b.hint.reset();
+    }
     run.device = graph_.specs[run.specs.front()].device;
     run.solution = algo_.solve(run.problem, request_.params);
     if (run.solution.offsets.size() != run.problem.buffers.size())
@@ -362,10 +364,10 @@ class Planner {
     at.algorithm = std::string(algo_.name());
     at.pools = cache_;
     const MemId max_used = used.empty() ? 0 : used.back();
-    if (exact_ && !naive_) {
+    if (info_.layout == BufsizesLayout::ExecutorchGreedy) {
       at.bufsizes.assign(std::max<std::size_t>(2, static_cast<std::size_t>(max_used) + 1), 0);
       for (auto& [m, run] : at.pools) at.bufsizes[m] = run.solution.size;
-    } else if (exact_) {
+    } else if (info_.layout == BufsizesLayout::ExecutorchNaive) {
       at.bufsizes = reserved_.empty() ? std::vector<Bytes>{0, 0} : reserved_;
       if (at.bufsizes.size() < static_cast<std::size_t>(max_used) + 1)
         at.bufsizes.resize(max_used + 1, 0);
@@ -386,7 +388,7 @@ class Planner {
   const Algorithm& algo_;
   const PlanRequest& request_;
   const std::vector<Bytes>& reserved_;
-  const bool exact_, naive_;
+  const AlgorithmInfo& info_;
   std::vector<MemId> pool_of_;                 // by SpecId
   std::vector<std::vector<SpecId>> members_;   // by root: its in-place group
   std::vector<bool> pinned_;                   // by root: a member is pinned
@@ -404,13 +406,19 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
                     const std::vector<Bytes>& reserved) {
   const Prepared p = prepare(specs);
 
+  const auto requested = makeAlgorithm(request.algorithm);
+  if (!requested) {
+    std::string known;
+    for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError(fmt::format("unknown algorithm '{}' (known: {})", request.algorithm, known));
+  }
   Attempt best;
-  if (request.algorithm == "suite") {
+  if (!requested->info().whole_graph_candidates.empty()) {
     // Whole-graph comparison, first wins ties. A candidate that cannot meet
     // the capacities drops out; if all do, the first one's error stands.
     std::optional<PlanError> first_error;
     bool have = false;
-    for (const char* name : {"greedy", "greedy_no_overlap", "naive"}) {
+    for (std::string_view name : requested->info().whole_graph_candidates) {
       const auto algo = makeAlgorithm(name);
       if (!algo) throw InputError(fmt::format("algorithm '{}' is not built in", name));
       try {
@@ -425,13 +433,7 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
     }
     if (!have) throw *first_error;
   } else {
-    const auto algo = makeAlgorithm(request.algorithm);
-    if (!algo) {
-      std::string known;
-      for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
-      throw InputError(fmt::format("unknown algorithm '{}' (known: {})", request.algorithm, known));
-    }
-    best = planWithCapacities(specs, p, *algo, request, reserved);
+    best = planWithCapacities(specs, p, *requested, request, reserved);
   }
 
   GraphPlan plan;

@@ -33,8 +33,8 @@ std::string describe(const GraphSpecs& specs, const Range& r) {
 
 bool executorchPool(const PoolInfo* info) {
   if (!info) return false;
-  auto algo = makeAlgorithm(info->algorithm);
-  return algo && algo->executorchExact();
+  const AlgorithmInfo* algo = findAlgorithmInfo(info->algorithm);
+  return algo && algo->executorch_exact;
 }
 
 }  // namespace
