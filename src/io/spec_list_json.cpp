@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "import/json_text.h"
+#include "io/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {

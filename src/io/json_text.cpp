@@ -1,4 +1,4 @@
-#include "import/json_text.h"
+#include "io/json_text.h"
 
 #include "memplan/types.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "import/json_text.h"
+#include "io/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {

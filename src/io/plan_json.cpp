@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <variant>
 
-#include "import/json_text.h"
+#include "io/json_text.h"
 #include "memplan/io.h"
 
 namespace memplan {
