@@ -1,0 +1,191 @@
+"""memplan as a memory-planning algorithm for ExecuTorch's export.
+
+ExecuTorch's ``MemoryPlanningPass`` takes a callable
+``algo(alignment, specs, graph_module, graph_signature, extra_padding)``
+returning a ``MemoryAlgoResult``; ``MemoryPlanningAlgorithmSuite`` runs
+several and keeps the one with the smallest ``sum(bufsizes)``. Add memplan
+beside ExecuTorch's greedy::
+
+    import memplan.executorch
+    from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy
+    suite = MemoryPlanningAlgorithmSuite(algo_list=[greedy, memplan.executorch.algorithm()])
+    # to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=suite)))
+
+What the algorithm reads of each spec: ``lifetime`` ([first, last], closed),
+``allocated_memory`` (and ``realign(alignment)``, which it calls, as
+ExecuTorch's own algorithms do), ``mem_id`` (None or a preset pool),
+``inplace_base`` (a spec whose storage this one reuses, or None), and
+``nbytes()`` when the spec has it. It honours
+``graph_module.input_mem_buffer_sizes`` (the bytes control-flow bodies hold
+at the front of each pool) and ``extra_padding``. It returns ExecuTorch's
+own ``MemoryAlgoResult``/``SpecAllocResult`` when
+``executorch.exir.memory_planning`` can be imported, else objects with the
+same attributes (``spec_dict``, ``bufsizes``; ``mem_id``, ``mem_obj_id``,
+``mem_offset``). It never writes onto the specs other than through
+``realign``: the suite writes the winner's placement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+from . import _memplan
+from ._memplan import InputError, PlanError
+
+__all__ = ["algorithm", "MemoryAlgoResult", "SpecAllocResult", "result_types"]
+
+
+@dataclass
+class SpecAllocResult:
+    """Where one spec goes (ExecuTorch's ``SpecAllocResult`` when it is not
+    installed)."""
+
+    mem_id: int
+    mem_obj_id: int
+    mem_offset: int
+
+
+@dataclass
+class MemoryAlgoResult:
+    """An algorithm's result (ExecuTorch's ``MemoryAlgoResult`` when it is
+    not installed): ``spec_dict`` maps each spec to its SpecAllocResult;
+    ``bufsizes[k]`` is pool k's size, ``bufsizes[0]`` is 0."""
+
+    spec_dict: Dict[Any, SpecAllocResult]
+    bufsizes: List[int]
+
+
+_result_types: Optional[tuple] = None
+
+
+def result_types() -> tuple:
+    """``(MemoryAlgoResult, SpecAllocResult)``: ExecuTorch's classes when
+    ``executorch.exir.memory_planning`` can be imported, else this module's."""
+    global _result_types
+    if _result_types is None:
+        try:
+            from executorch.exir.memory_planning import MemoryAlgoResult as ET_Result
+            from executorch.exir.memory_planning import SpecAllocResult as ET_Alloc
+            _result_types = (ET_Result, ET_Alloc)
+        except ImportError:
+            _result_types = (MemoryAlgoResult, SpecAllocResult)
+    return _result_types
+
+
+def _align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            return int(value)  # torch SymInt, numpy integers
+        except (TypeError, ValueError):
+            raise InputError(f"{what}: expected an integer, got {value!r}") from None
+    return value
+
+
+def _nbytes(spec: Any, before: int, size: int, alignment: int, what: str) -> int:
+    """The spec's unrounded size. ExecuTorch's greedy orders specs by
+    ``allocated_memory`` as it finds it (rounded to the spec's own alignment,
+    16 unless something realigned it), memplan's by nbytes rounded to 16;
+    both place ``realign(alignment)`` bytes."""
+    nb = getattr(spec, "nbytes", None)
+    if nb is not None:
+        raw = _int(nb() if callable(nb) else nb, what + ".nbytes")
+        if raw >= 0 and _align_up(raw, alignment) == size:
+            return raw
+    # Without nbytes: one value that rounds to both sizes when the spec was
+    # at its default alignment (16) before realign.
+    return size if alignment <= 16 else before
+
+
+def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.0) -> Callable[..., Any]:
+    """Returns a memory-planning algorithm for ExecuTorch, with its signature
+    ``(alignment, specs, graph_module, graph_signature, extra_padding)``.
+
+    name: ``"auto"`` (memplan's best: never larger than ExecuTorch's greedy
+        on the same specs, always safe) or any name of
+        ``memplan.algorithms()``; ``"greedy"``, ``"greedy_no_overlap"`` and
+        ``"naive"`` reproduce ExecuTorch's own bit for bit.
+    effort: scales the search work of ``auto`` (deterministic).
+    time_limit: optional wall-clock cap on the search, in seconds.
+
+    The callable's ``__name__`` is ``memplan_<name>`` (the suite logs it).
+    Results of algorithms other than ExecuTorch's own are verified before
+    they are returned; an unsafe plan raises PlanError instead.
+    """
+    known = {a[0]: bool(a[2]) for a in _memplan.algorithms()}
+    if name not in known:
+        raise InputError(f"algorithm: unknown algorithm '{name}' (known: {', '.join(sorted(known))})")
+    if not (effort >= 0) or math.isinf(effort):
+        raise InputError(f"effort: {effort} is not a non-negative number")
+    if not (time_limit >= 0):
+        raise InputError(f"time_limit: {time_limit} is not a non-negative number")
+    executorch_exact = known[name]
+
+    def plan_specs(alignment: int, specs: Iterable[Any], graph_module: Any = None,
+                   graph_signature: Any = None, extra_padding: int = 0) -> Any:
+        specs = list(specs)
+        alignment = _int(alignment, "alignment")
+        if alignment < 1 or alignment & (alignment - 1):
+            raise InputError(f"alignment: {alignment} is not a power of two")
+        extra_padding = _int(extra_padding or 0, "extra_padding")
+        if extra_padding < 0:
+            raise InputError(f"extra_padding: {extra_padding} is negative")
+        index = {id(s): i for i, s in enumerate(specs)}
+        n = len(specs)
+        nbytes, first, last, mem_id, base = [0] * n, [0] * n, [0] * n, [0] * n, [-1] * n
+        for i, spec in enumerate(specs):
+            what = f"specs[{i}]"
+            life = getattr(spec, "lifetime", None)
+            if life is None or len(life) != 2 or life[0] is None or life[1] is None:
+                raise InputError(f"{what}.lifetime: expected [first, last], got {life!r}")
+            first[i], last[i] = _int(life[0], what + ".lifetime[0]"), _int(life[1], what + ".lifetime[1]")
+            if not hasattr(spec, "allocated_memory"):
+                raise InputError(f"{what}: {type(spec).__name__} has no allocated_memory")
+            before = _int(spec.allocated_memory, what + ".allocated_memory")
+            realign = getattr(spec, "realign", None)
+            size = _int(realign(alignment), what + ".realign()") if callable(realign) else _align_up(before, alignment)
+            if before < 0 or size < 0:
+                raise InputError(f"{what}.allocated_memory: {min(before, size)} is negative")
+            nbytes[i] = _nbytes(spec, before, size, alignment, what)
+            m = getattr(spec, "mem_id", None)
+            if m is not None:
+                mem_id[i] = _int(m, what + ".mem_id")
+                if mem_id[i] < 1:
+                    raise InputError(f"{what}.mem_id: {mem_id[i]} out of range (0 holds constants)")
+            b = getattr(spec, "inplace_base", None)
+            if b is not None:
+                base[i] = index.get(id(b), -1)  # a base that is not planned: an ordinary spec
+                if base[i] == i:
+                    base[i] = -1
+        reserved = getattr(graph_module, "input_mem_buffer_sizes", None) if graph_module is not None else None
+        reserved = [_int(x, "input_mem_buffer_sizes") for x in (reserved or [])]
+        if any(x < 0 for x in reserved):
+            raise InputError(f"input_mem_buffer_sizes: negative size in {reserved}")
+
+        r = _memplan._plan_specs(nbytes, first, last, mem_id, base, name, alignment, extra_padding,
+                                 reserved, float(effort), float(time_limit))
+        if not r["ok"] and not executorch_exact:
+            raise PlanError(f"memplan {name}: plan failed verification: {r['violation']}")
+        bufsizes = list(r["bufsizes"])
+        if not executorch_exact:
+            # ExecuTorch's suite wants every algorithm's bufsizes of one
+            # length (greedy's: up to the largest used mem_id, at least 2).
+            # Trailing pools memplan keeps only for an empty reservation go.
+            used = max([m for m in r["mem_ids"]] + [1])
+            while len(bufsizes) > used + 1 and bufsizes[-1] == 0:
+                bufsizes.pop()
+        Result, Alloc = result_types()
+        spec_dict = {spec: Alloc(int(r["mem_ids"][i]), int(r["mem_obj_ids"][i]), int(r["offsets"][i]))
+                     for i, spec in enumerate(specs)}
+        return Result(spec_dict, bufsizes)
+
+    fname = f"memplan_{name}"
+    plan_specs.__name__ = fname
+    plan_specs.__qualname__ = fname
+    plan_specs.__doc__ = f"memplan's '{name}' memory planning for ExecuTorch (memplan.executorch.algorithm)."
+    return plan_specs
