@@ -330,13 +330,22 @@ PYBIND11_MODULE(_memplan, m) {
 
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
   static py::exception<PlanError> plan_error(m, "PlanError", PyExc_RuntimeError);
+  // Messages quote file contents, which need not be UTF-8: bytes that are
+  // not come out as \xNN escapes instead of an empty message.
   py::register_exception_translator([](std::exception_ptr p) {
+    auto raise = [](PyObject* type, const std::string& message) {
+      PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                            "backslashreplace");
+      if (!text) return;  // the decoding error is raised instead
+      PyErr_SetObject(type, text);
+      Py_DECREF(text);
+    };
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      input_error(inPythonTerms(e.what()).c_str());
+      raise(input_error.ptr(), inPythonTerms(e.what()));
     } catch (const PlanError& e) {
-      plan_error(inPythonTerms(e.what()).c_str());
+      raise(plan_error.ptr(), inPythonTerms(e.what()));
     }
   });
 

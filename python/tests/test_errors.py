@@ -14,7 +14,8 @@ TINY = ROOT / "examples" / "graphs" / "tiny.json"
 
 
 def cli_error(*args):
-    done = subprocess.run([str(cli()), *map(str, args)], capture_output=True, text=True)
+    done = subprocess.run([str(cli()), *map(str, args)], capture_output=True, text=True,
+                          errors="backslashreplace")  # messages may quote bytes that are not UTF-8
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -32,13 +32,14 @@ def test_two_plans_in_parallel_threads():
 
 
 def test_planning_releases_the_gil():
-    # A buffer list whose search takes a while (bounded by work, not time).
+    # A buffer list whose search runs far longer than the 0.6 s cap given:
+    # the call lasts about 0.6 s.
     inp = memplan.read(DATA / "minimalloc-challenging" / "D.1048576.csv")
     window = {}
 
     def work():
         window["start"] = time.perf_counter()
-        window["plan"] = memplan.plan(inp, effort=2.0)
+        window["plan"] = memplan.plan(inp, time_limit=0.6)
         window["end"] = time.perf_counter()
 
     ticks = []
@@ -50,7 +51,7 @@ def test_planning_releases_the_gil():
     t.join()
     assert memplan.verify(window["plan"]).ok
     span = window["end"] - window["start"]
-    assert span > 0.2, f"planning took {span:.3f} s: too short to tell"
+    assert span > 0.3, f"planning took {span:.3f} s: too short to tell"
     # With the GIL held for the whole call, this thread could not have run
     # in the middle of it.
     inside = [x for x in ticks if window["start"] + 0.05 < x < window["end"] - 0.05]
