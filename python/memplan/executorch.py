@@ -87,19 +87,40 @@ def _int(value: Any, what: str) -> int:
     return value
 
 
-def _nbytes(spec: Any, before: int, size: int, alignment: int, what: str) -> int:
-    """The spec's unrounded size. ExecuTorch's greedy orders specs by
-    ``allocated_memory`` as it finds it (rounded to the spec's own alignment,
-    16 unless something realigned it), memplan's by nbytes rounded to 16;
-    both place ``realign(alignment)`` bytes."""
+def _read_sizes(spec: Any, i: int, alignment: int, realigned: Optional[int] = None) -> tuple:
+    """(first, last, nbytes) of any spec object, checked, with messages
+    naming the spec. ExecuTorch's greedy orders specs by ``allocated_memory``
+    as it finds it (rounded to the spec's own alignment, 16 unless something
+    realigned it), memplan's by nbytes rounded to 16; both place
+    ``realign(alignment)`` bytes."""
+    what = f"specs[{i}]"
+    life = getattr(spec, "lifetime", None)
+    try:
+        lo, hi = life
+    except (TypeError, ValueError):
+        lo = hi = None
+    if lo is None or hi is None:
+        raise InputError(f"{what}.lifetime: expected [first, last], got {life!r}")
+    lo, hi = _int(lo, what + ".lifetime[0]"), _int(hi, what + ".lifetime[1]")
+    if not hasattr(spec, "allocated_memory"):
+        raise InputError(f"{what}: {type(spec).__name__} has no allocated_memory")
+    if realigned is None:
+        before = _int(spec.allocated_memory, what + ".allocated_memory")
+        realign = getattr(spec, "realign", None)
+        size = _int(realign(alignment), what + ".realign()") if callable(realign) else _align_up(before, alignment)
+    else:  # realign() was called already: what it was before is lost
+        size = _int(realigned, what + ".realign()")
+        before = size
+    if before < 0 or size < 0:
+        raise InputError(f"{what}.allocated_memory: {min(before, size)} is negative")
     nb = getattr(spec, "nbytes", None)
     if nb is not None:
         raw = _int(nb() if callable(nb) else nb, what + ".nbytes")
         if raw >= 0 and _align_up(raw, alignment) == size:
-            return raw
+            return lo, hi, raw
     # Without nbytes: one value that rounds to both sizes when the spec was
     # at its default alignment (16) before realign.
-    return size if alignment <= 16 else before
+    return lo, hi, size if alignment <= 16 else before
 
 
 def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.0) -> Callable[..., Any]:
@@ -139,29 +160,33 @@ def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.
         n = len(specs)
         nbytes, first, last, mem_id, base = [0] * n, [0] * n, [0] * n, [0] * n, [-1] * n
         for i, spec in enumerate(specs):
-            what = f"specs[{i}]"
             life = getattr(spec, "lifetime", None)
-            if life is None or len(life) != 2 or life[0] is None or life[1] is None:
-                raise InputError(f"{what}.lifetime: expected [first, last], got {life!r}")
-            first[i], last[i] = _int(life[0], what + ".lifetime[0]"), _int(life[1], what + ".lifetime[1]")
-            if not hasattr(spec, "allocated_memory"):
-                raise InputError(f"{what}: {type(spec).__name__} has no allocated_memory")
-            before = _int(spec.allocated_memory, what + ".allocated_memory")
+            try:
+                lo, hi = life
+            except (TypeError, ValueError):
+                lo = hi = None
+            nb = getattr(spec, "nbytes", None)
             realign = getattr(spec, "realign", None)
-            size = _int(realign(alignment), what + ".realign()") if callable(realign) else _align_up(before, alignment)
-            if before < 0 or size < 0:
-                raise InputError(f"{what}.allocated_memory: {min(before, size)} is negative")
-            nbytes[i] = _nbytes(spec, before, size, alignment, what)
+            if type(lo) is int and type(hi) is int and nb is not None and realign is not None:
+                # ExecuTorch's TensorSpec: the common case, kept short.
+                raw = nb() if callable(nb) else nb
+                size = realign(alignment)
+                if type(raw) is int and raw >= 0 and (raw + alignment - 1) // alignment * alignment == size:
+                    first[i], last[i], nbytes[i] = lo, hi, raw
+                else:
+                    first[i], last[i], nbytes[i] = _read_sizes(spec, i, alignment, realigned=size)
+            else:
+                first[i], last[i], nbytes[i] = _read_sizes(spec, i, alignment)
             m = getattr(spec, "mem_id", None)
             if m is not None:
-                mem_id[i] = _int(m, what + ".mem_id")
-                if mem_id[i] < 1:
-                    raise InputError(f"{what}.mem_id: {mem_id[i]} out of range (0 holds constants)")
+                m = m if type(m) is int else _int(m, f"specs[{i}].mem_id")
+                if m < 1:
+                    raise InputError(f"specs[{i}].mem_id: {m} out of range (0 holds constants)")
+                mem_id[i] = m
             b = getattr(spec, "inplace_base", None)
             if b is not None:
-                base[i] = index.get(id(b), -1)  # a base that is not planned: an ordinary spec
-                if base[i] == i:
-                    base[i] = -1
+                j = index.get(id(b), -1)  # a base that is not planned: an ordinary spec
+                base[i] = -1 if j == i else j
         reserved = getattr(graph_module, "input_mem_buffer_sizes", None) if graph_module is not None else None
         reserved = [_int(x, "input_mem_buffer_sizes") for x in (reserved or [])]
         if any(x < 0 for x in reserved):
@@ -176,12 +201,12 @@ def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.
             # ExecuTorch's suite wants every algorithm's bufsizes of one
             # length (greedy's: up to the largest used mem_id, at least 2).
             # Trailing pools memplan keeps only for an empty reservation go.
-            used = max([m for m in r["mem_ids"]] + [1])
+            used = max(r["mem_ids"], default=1)
             while len(bufsizes) > used + 1 and bufsizes[-1] == 0:
                 bufsizes.pop()
         Result, Alloc = result_types()
-        spec_dict = {spec: Alloc(int(r["mem_ids"][i]), int(r["mem_obj_ids"][i]), int(r["offsets"][i]))
-                     for i, spec in enumerate(specs)}
+        spec_dict = {spec: Alloc(m, o, off)
+                     for spec, m, o, off in zip(specs, r["mem_ids"], r["mem_obj_ids"], r["offsets"])}
         return Result(spec_dict, bufsizes)
 
     fname = f"memplan_{name}"
