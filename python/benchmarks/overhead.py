@@ -131,7 +131,7 @@ def main():
                   f"| {ms(py_plan - lib)} | {ms(allocs)} |")
 
     print()
-    print("ExecuTorch plug-in, synthetic spec lists (sizes 64 B-256 KiB, lifetimes 1-12 steps):")
+    print("ExecuTorch plug-in, synthetic spec lists (sizes 64 B-64 KiB, lifetimes 1-12 steps):")
     print()
     print("| specs | algorithm | whole call | library (_plan_specs) | Python share |")
     print("|---:|---|---:|---:|---:|")
