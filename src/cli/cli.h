@@ -25,6 +25,7 @@ struct InputFlags {
   std::vector<std::string> dims;          // SYMBOL=VALUE
   bool alias_views = false;
   std::string unknown_size_bytes;         // byte size, "" = unset
+  bool ignore_offline_plan = false;       // TFLite: plan afresh
   ImportOptions toImportOptions() const;
   void addTo(CLI::App& app);
 };
@@ -40,6 +41,7 @@ struct PlanFlags {
   double time_limit = 0;
   std::vector<std::string> capacities;    // MEM_ID=BYTES
   std::vector<MemId> spill_order;
+  bool allow_pinned_overlap = false;
   void addTo(CLI::App& app);
 };
 
@@ -53,6 +55,18 @@ struct LoadedInput {
 };
 
 LoadedInput loadInput(const std::string& path, const ImportOptions& options);
+
+// Plans for runtimes (runtime_exports.cpp).
+struct RuntimeFlags {
+  std::string emit_c, c_prefix, write_tflite;
+  void addTo(CLI::App& app);
+};
+void writeRuntimeExports(const RuntimeFlags& flags, const LoadedInput& in, const Plan& plan);
+// One line: TFLite Micro's own arena for a .tflite input beside this plan's.
+void printTflmComparison(const LoadedInput& in, const Plan& plan, bool exact_bytes);
+// The plan a model carries (pinned tensors, a TFLite Micro offline plan).
+Plan embeddedPlan(const LoadedInput& in, bool allow_pinned_overlap);
+std::vector<std::string> embeddedPlanConflicts(const LoadedInput& in, bool allow_pinned_overlap);
 
 // Plans any kind of input; `progress` may be empty.
 Plan planInput(const LoadedInput& input, const PlanFlags& flags, bool with_progress);

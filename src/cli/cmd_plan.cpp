@@ -24,6 +24,7 @@ struct PlanCommand {
   bool quiet = false;
   bool timing = false;
   std::string html, svg, compare;
+  RuntimeFlags runtime;
 
   bool endsWith(const std::string& s, const std::string& suffix) const {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -72,6 +73,7 @@ struct PlanCommand {
           endsWith(output, ".csv") ? toCsv(in, plan) : writePlanJson(plan, model, json_options);
       writeFileAtomic(output, data);
     }
+    if (verdict.ok()) writeRuntimeExports(runtime, in, plan);
     if (!html.empty()) {
       HtmlOptions options;
       options.title = std::filesystem::path(input).filename().string();
@@ -95,6 +97,7 @@ struct PlanCommand {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
+      if (!json) printTflmComparison(in, plan, exact_bytes);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -135,6 +138,7 @@ Command addPlanCommand(CLI::App& app) {
   sub->add_option("--html", cmd->html, "Write an interactive, self-contained HTML viewer");
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
   sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");
+  cmd->runtime.addTo(*sub);
   return {sub, [cmd] { return cmd->run(); }};
 }
 

@@ -14,6 +14,7 @@ namespace {
 struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
+  bool allow_pinned_overlap = false;
 
   struct Loaded {
     LoadedInput input;
@@ -21,6 +22,10 @@ struct CheckCommand {
   };
   Loaded load() const {
     Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
+    if (plan_path.empty()) {  // the model carries its plan
+      l.plan = embeddedPlan(l.input, allow_pinned_overlap);
+      return l;
+    }
     const std::string text = readFile(plan_path);
     if (detectInputKind(plan_path, text) == InputKind::Csv) {
       l.plan = planFromCsvSolution(l.input, text, plan_path);
@@ -28,14 +33,18 @@ struct CheckCommand {
     }
     // The plan file records the options it was made with (alignment,
     // which inputs/outputs are planned): the specs are rebuilt with them.
-    l.plan = readPlanJson(text, plan_path,
-                          skeletonPlan(l.input, readPlanJsonOptions(text, plan_path)));
+    PlanOptions options = readPlanJsonOptions(text, plan_path);
+    options.allow_pinned_overlap = allow_pinned_overlap;
+    l.plan = readPlanJson(text, plan_path, skeletonPlan(l.input, options));
     return l;
   }
 
   int verify() const {
     const Loaded l = load();
-    const VerifyResult r = verifyPlan(l.plan);
+    VerifyResult r = verifyPlan(l.plan);
+    if (plan_path.empty())
+      for (std::string& c : embeddedPlanConflicts(l.input, allow_pinned_overlap))
+        r.violations.push_back({0, std::move(c)});
     printWarnings(r.warnings);
     if (!r.ok()) {
       std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
@@ -61,9 +70,11 @@ struct CheckCommand {
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
     sub->add_option("PLAN", plan_path,
                     "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
-                    "of a CSV buffer list")
-        ->required();
+                    "of a CSV buffer list; omitted: the plan the model carries (a .tflite with a "
+                    "TFLite Micro offline plan)");
     input_flags.addTo(*sub);
+    sub->add_flag("--allow-pinned-overlap", allow_pinned_overlap,
+                  "Accept pinned tensors that share bytes while alive");
     return sub;
   }
 };

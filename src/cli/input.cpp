@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "memplan/pinned.h"
 #include "memplan/progress.h"
 
 namespace memplan::cli {
@@ -70,6 +71,8 @@ void InputFlags::addTo(CLI::App& app) {
                "(ONNX; only for runtimes that implement them as views)");
   app.add_option("--unknown-size-bytes", unknown_size_bytes,
                  "Plan tensors whose size cannot be inferred at this many bytes");
+  app.add_flag("--ignore-offline-plan", ignore_offline_plan,
+               "TFLite: ignore a TFLite Micro offline plan the model carries (plan afresh)");
 }
 
 ImportOptions InputFlags::toImportOptions() const {
@@ -97,6 +100,7 @@ ImportOptions InputFlags::toImportOptions() const {
     o.dims[name] = d;
   }
   o.alias_views = alias_views;
+  o.ignore_offline_plan = ignore_offline_plan;
   if (!unknown_size_bytes.empty())
     o.unknown_size_bytes = parseBytes(unknown_size_bytes, "--unknown-size-bytes");
   return o;
@@ -120,6 +124,9 @@ void PlanFlags::addTo(CLI::App& app) {
   app.add_option("--spill-order", spill_order,
                  "Pools to spill into when one overflows, in order, e.g. --spill-order 1 2")
       ->delimiter(',');
+  app.add_flag("--allow-pinned-overlap", allow_pinned_overlap,
+               "Accept pinned tensors that share bytes while alive (TFLite Micro offline plans "
+               "may overlap on purpose); plan the rest around them");
 }
 
 LoadedInput loadInput(const std::string& path, const ImportOptions& options) {
@@ -168,6 +175,7 @@ PlanRequest makeRequest(const PlanFlags& flags, Bytes default_alignment) {
   for (MemId m : flags.spill_order)
     if (m < 1 || m > 1024) throw InputError(fmt::format("--spill-order: mem_id {} not in [1, 1024]", m));
   r.options.spill_order = flags.spill_order;
+  r.options.allow_pinned_overlap = flags.allow_pinned_overlap;
   r.params.effort = flags.effort;
   r.params.time_limit_seconds = flags.time_limit;
   return r;
@@ -270,7 +278,7 @@ Plan planInput(const LoadedInput& in, const PlanFlags& flags, bool with_progress
   if (in.model) {
     PlanRequest r = makeRequest(flags, 16);
     watch(r);
-    return planModel(*in.model, r);
+    return planModelWithPins(*in.model, r);
   }
   Plan plan;
   const auto started = std::chrono::steady_clock::now();
