@@ -21,6 +21,9 @@ struct RuntimeTable {
   std::vector<std::int32_t> first_step, last_step, tensor_graph;
   std::vector<std::string> names;            // spec names, as in the model
   std::vector<std::string> identifiers;      // unique C identifiers (no prefix)
+  // Other tensors sharing an entry's storage (views, in-place results):
+  // their names and identifiers (same id as the entry).
+  std::vector<std::vector<std::string>> alias_names, alias_identifiers;
   std::vector<SpecId> specs;                 // spec of each entry in its graph
   std::uint64_t alignment = 1;               // pools must be aligned to this
   std::uint64_t granule = 1;                 // offsets and sizes are multiples
@@ -45,7 +48,7 @@ struct CHeaderOptions {
 // A header valid as C99 (C11 adds static_asserts) and as C++11 or later:
 // per-pool sizes, the alignment, an enum of tensor ids made from the
 // tensors' names (upper case, [A-Z0-9_], collisions numbered in list
-// order), pool/offset/size/lifetime tables, a plan struct memplan::Arena
+// order; a view or in-place result gets its storage's id), pool/offset/size/lifetime tables, a plan struct memplan::Arena
 // accepts, each tensor's name, shape and dtype in a comment. The same plan
 // gives the same bytes. Throws InputError on a prefix that is not a C
 // identifier.

@@ -113,6 +113,12 @@ RuntimeTable runtimeTable(const Plan& plan, const Model* model) {
       t.first_step.push_back(step32(s.first, name));
       t.last_step.push_back(step32(s.last, name));
       t.tensor_graph.push_back(g.graph);
+      std::vector<std::string> aliases;
+      if (model)
+        for (TensorId m : s.members)
+          if (m != s.tensor && m >= 0 && static_cast<std::size_t>(m) < model->tensors.size())
+            aliases.push_back(model->tensors[static_cast<std::size_t>(m)].name);
+      t.alias_names.push_back(std::move(aliases));
       t.alignment = std::max<Bytes>(t.alignment, s.alignment);
       granule = std::gcd(granule, std::gcd(a.offset, a.size));
     }
@@ -129,13 +135,20 @@ RuntimeTable runtimeTable(const Plan& plan, const Model* model) {
   }
   // Identifiers: collisions numbered _2, _3, ... in list order.
   std::set<std::string> taken;
-  for (std::size_t i = 0; i < t.names.size(); ++i) {
-    std::string base = identifierOf(t.names[i]);
-    if (base.empty()) base = fmt::format("TENSOR_{}", i);
+  const auto unique = [&](const std::string& name, const std::string& fallback) {
+    std::string base = identifierOf(name);
+    if (base.empty()) base = fallback;
     std::string id = base;
     for (int k = 2; taken.count(id); ++k) id = fmt::format("{}_{}", base, k);
     taken.insert(id);
-    t.identifiers.push_back(id);
+    return id;
+  };
+  for (std::size_t i = 0; i < t.names.size(); ++i)
+    t.identifiers.push_back(unique(t.names[i], fmt::format("TENSOR_{}", i)));
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    t.alias_identifiers.emplace_back();
+    for (std::size_t k = 0; k < t.alias_names[i].size(); ++k)
+      t.alias_identifiers.back().push_back(unique(t.alias_names[i][k], fmt::format("TENSOR_{}_{}", i, k + 1)));
   }
   return t;
 }
@@ -208,6 +221,9 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
     }
     if (t.tensor_graph[i] != 0) what += fmt::format(" (graph {})", t.tensor_graph[i]);
     line(fmt::format("  {}_T_{} = {}, /* {} */", up, t.identifiers[i], i, what));
+    for (std::size_t k = 0; k < t.alias_identifiers[i].size(); ++k)
+      line(fmt::format("  {}_T_{} = {}, /* {}: shares the storage of {} */", up, t.alias_identifiers[i][k], i,
+                       commentText(t.alias_names[i][k]), commentText(t.names[i])));
   }
   line(fmt::format("  {}_TENSOR_COUNT = {}", up, n));
   line("};");
