@@ -215,7 +215,10 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
       if (tensor >= 0 && static_cast<std::size_t>(tensor) < model->tensors.size()) {
         const Tensor& x = model->tensors[static_cast<std::size_t>(tensor)];
         std::string shape;
-        for (std::size_t d = 0; d < x.shape.size(); ++d) shape += (d ? "x" : "") + std::to_string(x.shape[d]);
+        for (std::size_t d = 0; d < x.shape.size(); ++d) {
+          if (d) shape += 'x';
+          shape += std::to_string(x.shape[d]);
+        }
         what += fmt::format(" [{}{}{}]", shape, shape.empty() ? "" : " ", dtypeName(x.dtype));
       }
     }
