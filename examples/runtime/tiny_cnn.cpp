@@ -116,7 +116,9 @@ bool run(const Weights& w, Tensors& t, float logits[kClasses]) {
   const auto step = [&](std::initializer_list<int> inputs, int output, auto kernel) {
     for (int i : inputs) ok = ok && t.read(i);
     kernel();
-    ok = ok && t.wrote(output) && t.endStep(TINY_CNN_NODE_STEP(node++));
+    ok = ok && t.wrote(output);
+    for (int i : inputs) ok = ok && t.read(i);  // still intact after the write
+    ok = ok && t.endStep(TINY_CNN_NODE_STEP(node++));
   };
   step({TINY_CNN_T_IMAGE}, TINY_CNN_T_CONV1,
        [&] { conv3x3(t.at(TINY_CNN_T_IMAGE), 1, w.conv1_w, w.conv1_b, kC, t.at(TINY_CNN_T_CONV1)); });
