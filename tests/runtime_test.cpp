@@ -189,8 +189,9 @@ TEST(Arena, TakesTheGeneratedStructAndFindsAClobber) {
   const CPlan c{1, 2, 16, 16, pool_size, pool, offset, size, first, last, graph};
   alignas(16) static unsigned char memory[32];
   const Pool pools[] = {{memory, sizeof memory}};
-  std::uint32_t shadow[2];
-  Arena arena(c, pools, 1, shadow, 2);  // Arena<std::uint32_t>, deduced
+  std::uint32_t shadow[4];  // 2 granules + 2 tensors
+  EXPECT_EQ(Arena<std::uint32_t>::shadowWords(c), 4u);
+  Arena arena(c, pools, 1, shadow, 4);  // Arena<std::uint32_t>, deduced
   static_assert(std::is_same_v<decltype(arena), Arena<std::uint32_t>>);
   ASSERT_TRUE(arena.ok());
   EXPECT_TRUE(arena.wrote(0));

@@ -161,8 +161,8 @@ int main() {
   Planned planned(arena, false);
   run(w, planned, arena_logits);
 
-  static std::uint32_t shadow[(TINY_CNN_POOL_1_SIZE + TINY_CNN_GRANULE - 1) / TINY_CNN_GRANULE];
-  memplan::Arena checked_arena(tiny_cnn_plan, pools, 1, shadow, sizeof shadow / sizeof shadow[0]);
+  static std::uint32_t shadow[TINY_CNN_SHADOW_WORDS];
+  memplan::Arena checked_arena(tiny_cnn_plan, pools, 1, shadow, TINY_CNN_SHADOW_WORDS);
   Planned checked(checked_arena, true);
   const bool clean = run(w, checked, checked_logits);
   if (!clean) {

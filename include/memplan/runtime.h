@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -101,10 +102,11 @@ class Arena {
   using Table = PlanTable<Word>;
   static constexpr unsigned char kPoisonByte = 0xA5;
 
-  // Shadow words checked mode needs for `plan` (one per granule of every
-  // pool, pools back to back).
+  // Shadow words checked mode needs for `plan`: one per granule of every
+  // pool (pools back to back), then one per tensor (the main graph's tensors
+  // ordered by their last step, so endStep finds the dying ones directly).
   static std::size_t shadowWords(const Table& plan) {
-    std::size_t words = 0;
+    std::size_t words = plan.num_tensors;
     const std::size_t g = plan.granule ? plan.granule : 1;
     for (std::size_t p = 1; p <= plan.num_pools; ++p)
       words += (static_cast<std::size_t>(plan.pool_size[p]) + g - 1) / g;
@@ -162,17 +164,16 @@ class Arena {
     }
     return true;
   }
-  // After step `step` of graph 0: tensors whose lifetime ends there die.
+  // After step `step` of graph 0 (steps in increasing order): tensors whose
+  // lifetime ends there -- or earlier, for steps not reported -- die.
   bool endStep(std::int32_t step) {
     if (!ok()) return false;
     if (!shadow_ || !plan_.last_step) {
       fail(ArenaIssue::NoShadow, 0, 0, 0, 0);
       return false;
     }
-    for (std::size_t t = 0; t < plan_.num_tensors; ++t) {
-      if (plan_.last_step[t] != step || (plan_.tensor_graph && plan_.tensor_graph[t] != 0)) continue;
-      release(t);
-    }
+    for (; dying_ < dying_end_ && plan_.last_step[by_last_[dying_]] <= step; ++dying_)
+      if (!release(by_last_[dying_])) return false;
     return true;
   }
   // Kills one tensor now (a control-flow body's tensors, whose steps are
@@ -238,6 +239,16 @@ class Arena {
         at += (static_cast<std::size_t>(plan.pool_size[p]) + granule_ - 1) / granule_;
       }
       for (std::size_t i = 0; i < at; ++i) shadow_[i] = kFree;
+      // The main graph's tensors by last step (ties by id), in the shadow's
+      // tail; std::sort needs no memory of its own.
+      by_last_ = shadow_ + at;
+      dying_end_ = 0;
+      for (std::size_t t = 0; t < plan.num_tensors; ++t)
+        if (!plan.tensor_graph || plan.tensor_graph[t] == 0) by_last_[dying_end_++] = static_cast<std::uint32_t>(t);
+      if (plan.last_step)
+        std::sort(by_last_, by_last_ + dying_end_, [&](std::uint32_t a, std::uint32_t b) {
+          return plan.last_step[a] != plan.last_step[b] ? plan.last_step[a] < plan.last_step[b] : a < b;
+        });
     }
   }
 
@@ -272,6 +283,8 @@ class Arena {
   unsigned char* base_[kMaxPools] = {};
   std::size_t granule_ = 1;
   std::size_t shadow_base_[kMaxPools] = {};
+  std::uint32_t* by_last_ = nullptr;  // in the shadow memory
+  std::size_t dying_ = 0, dying_end_ = 0;
   ArenaError error_;
 };
 

@@ -67,6 +67,8 @@ void printTflmComparison(const LoadedInput& in, const Plan& plan, bool exact_byt
 // The plan a model carries (pinned tensors, a TFLite Micro offline plan).
 Plan embeddedPlan(const LoadedInput& in, bool allow_pinned_overlap);
 std::vector<std::string> embeddedPlanConflicts(const LoadedInput& in, bool allow_pinned_overlap);
+// One line for `verify MODEL`: the arena TFLite Micro would use with it.
+std::string embeddedPlanSummary(const LoadedInput& in);
 
 // Plans any kind of input; `progress` may be empty.
 Plan planInput(const LoadedInput& input, const PlanFlags& flags, bool with_progress);

@@ -52,6 +52,8 @@ struct CheckCommand {
       return kExitVerifyFailed;
     }
     std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
+    if (plan_path.empty())
+      if (const std::string s = embeddedPlanSummary(l.input); !s.empty()) std::cout << s << "\n";
     return kExitOk;
   }
 

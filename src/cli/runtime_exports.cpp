@@ -91,4 +91,15 @@ std::vector<std::string> embeddedPlanConflicts(const LoadedInput& in, bool allow
   return tflmPinConflicts(*in.model);
 }
 
+std::string embeddedPlanSummary(const LoadedInput& in) {
+  if (in.kind != InputKind::Tflite || !in.model) return "";
+  const TflmBuffers buffers = tflmBuffers(*in.model);
+  std::size_t online = 0;
+  for (const Buffer& b : buffers.problem.buffers) online += !b.fixed_offset;
+  const Bytes arena = makeAlgorithm("tflm_greedy")->solve(buffers.problem, AlgorithmParams{}).size;
+  return fmt::format("TFLite Micro's arena head with this plan: {} bytes ({} of {} tensors left to its "
+                     "planner, scratch buffers not counted)",
+                     arena, online, buffers.problem.buffers.size());
+}
+
 }  // namespace memplan::cli

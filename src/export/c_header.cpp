@@ -201,6 +201,9 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
     line(fmt::format("#define {}_POOL_{}_SIZE {}{}", up, m, t.pool_size[m], suffix));
   line(fmt::format("#define {}_ARENA_SIZE {}{} /* all pools */", up, arena, suffix));
   line(fmt::format("#define {}_NUM_TENSORS {}u", up, n));
+  std::uint64_t shadow = n;  // memplan::Arena's checked mode (runtime.h)
+  for (std::size_t m = 1; m <= pools; ++m) shadow += (t.pool_size[m] + t.granule - 1) / t.granule;
+  line(fmt::format("#define {}_SHADOW_WORDS {}u /* memplan::Arena's checked mode */", up, shadow));
   line(fmt::format("#define {}_NODE_STEP(n) ((int32_t)({} + (n)))", up, t.first_node_step));
   line(fmt::format("#define {}_OUTPUT_STEP {}", up, t.output_step));
   line("");
