@@ -1,16 +1,16 @@
-// Shared pieces of the memplan command line.
+// The memplan command line: a thin shell over the library (memplan/memplan.h).
+// It parses flags, calls the library and prints; it holds no planning logic.
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "memplan/memplan.h"
 
-#include "memplan/import.h"
-#include "memplan/io.h"
-#include "memplan/plan.h"
+namespace CLI {
+class App;
+}
 
 namespace memplan::cli {
 
@@ -23,17 +23,19 @@ inline constexpr int kExitBadInput = 2;
 struct InputFlags {
   std::vector<std::string> input_shapes;  // NAME=1x3x224x224
   std::vector<std::string> dims;          // SYMBOL=VALUE
-  bool alias_views = false;
+  bool alias_views = false, no_alias_views = false;
   std::string unknown_size_bytes;         // byte size, "" = unset
   bool ignore_offline_plan = false;       // TFLite: plan afresh
-  ImportOptions toImportOptions() const;
+  // The options the flags give, on top of `base` (what a plan file
+  // recorded, for verify and replay): a flag given replaces its field.
+  ImportOptions toImportOptions(const ImportOptions& base = {}) const;
   void addTo(CLI::App& app);
 };
 
 // What a user can say about how to plan.
 struct PlanFlags {
-  std::string algorithm;                  // "" = default (auto; case's for spec lists)
-  std::string alignment;                  // "" = default (16; 1 for CSV)
+  std::string algorithm;                  // "" = the input's default
+  std::string alignment;                  // "" = the input's default
   std::string extra_padding;
   bool no_plan_inputs = false, no_plan_outputs = false, no_plan_mutable = false;
   bool per_device = false;
@@ -42,47 +44,30 @@ struct PlanFlags {
   std::vector<std::string> capacities;    // MEM_ID=BYTES
   std::vector<MemId> spill_order;
   bool allow_pinned_overlap = false;
+  PlanRequest toRequest() const;
   void addTo(CLI::App& app);
 };
 
-// One input file, read by the reader its extension and content call for.
-struct LoadedInput {
-  std::string path;
-  InputKind kind = InputKind::GraphJson;
-  std::optional<Model> model;             // graph JSON, ONNX, TFLite
-  std::optional<SpecListCase> spec_list;  // ExecuTorch spec list
-  std::optional<BufferList> buffers;      // MiniMalloc CSV
-};
-
-LoadedInput loadInput(const std::string& path, const ImportOptions& options);
+// Library errors name request fields ("PlanRequest.options.alignment: ...");
+// the CLI says which flag that was ("--alignment: ...").
+std::string inFlagTerms(const std::string& message);
 
 // Plans for runtimes (runtime_exports.cpp).
 struct RuntimeFlags {
   std::string emit_c, c_prefix, write_tflite;
   void addTo(CLI::App& app);
 };
-void writeRuntimeExports(const RuntimeFlags& flags, const LoadedInput& in, const Plan& plan);
+void writeRuntimeExports(const RuntimeFlags& flags, const Input& in, const Plan& plan);
 // One line: TFLite Micro's own arena for a .tflite input beside this plan's.
-void printTflmComparison(const LoadedInput& in, const Plan& plan, bool exact_bytes);
-// The plan a model carries (pinned tensors, a TFLite Micro offline plan).
-Plan embeddedPlan(const LoadedInput& in, bool allow_pinned_overlap);
-std::vector<std::string> embeddedPlanConflicts(const LoadedInput& in, bool allow_pinned_overlap);
-// One line for `verify MODEL`: the arena TFLite Micro would use with it.
-std::string embeddedPlanSummary(const LoadedInput& in);
-
-// Plans any kind of input; `progress` may be empty.
-Plan planInput(const LoadedInput& input, const PlanFlags& flags, bool with_progress);
-
-// The specs a plan file must cover, for `verify` and `replay` (a plan whose
-// graphs hold specs but no allocations).
-Plan skeletonPlan(const LoadedInput& input, const PlanOptions& options);
+void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes);
+// The plan a model carries (pinned tensors, a TFLite Micro offline plan),
+// conflicts across its graphs, and one line on TFLite Micro's arena with it.
+Plan embeddedPlan(const Input& in, bool allow_pinned_overlap);
+std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap);
+std::string embeddedPlanSummary(const Input& in);
 
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);
-
-// A MiniMalloc CSV solution (rows with an offset column) as a plan of the
-// CSV buffer list `in`, for `verify` and `replay`.
-Plan planFromCsvSolution(const LoadedInput& in, const std::string& text, const std::string& path);
 
 // "256KiB", "1MiB", "4096" -> bytes; throws InputError naming `what`.
 Bytes parseBytes(const std::string& text, const std::string& what);

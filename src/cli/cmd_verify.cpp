@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
-#include "memplan/replay.h"
-#include "memplan/verify.h"
 
 namespace memplan::cli {
 namespace {
@@ -15,33 +15,40 @@ struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
   bool allow_pinned_overlap = false;
+  bool force = false;
 
   struct Loaded {
-    LoadedInput input;
+    Input input;
     Plan plan;
   };
+  // The input is read as the plan file says it was (shapes, dims, views),
+  // with flags given here replacing those; a plan made from other bytes is
+  // refused unless --force.
   Loaded load() const {
-    Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
     if (plan_path.empty()) {  // the model carries its plan
+      Loaded l{readInput(input, input_flags.toImportOptions()), {}};
       l.plan = embeddedPlan(l.input, allow_pinned_overlap);
       return l;
     }
     const std::string text = readFile(plan_path);
-    if (detectInputKind(plan_path, text) == InputKind::Csv) {
-      l.plan = planFromCsvSolution(l.input, text, plan_path);
-      return l;
+    ImportOptions recorded;
+    std::optional<SourceInfo> source;
+    if (detectInputKind(plan_path, text) != InputKind::Csv) {
+      const PlanProvenance made = readPlanProvenance(text, plan_path);
+      recorded = made.import_options;
+      source = made.source;
     }
-    // The plan file records the options it was made with (alignment,
-    // which inputs/outputs are planned): the specs are rebuilt with them.
-    PlanOptions options = readPlanJsonOptions(text, plan_path);
-    options.allow_pinned_overlap = allow_pinned_overlap;
-    l.plan = readPlanJson(text, plan_path, skeletonPlan(l.input, options));
+    Loaded l{readInput(input, input_flags.toImportOptions(recorded)), {}};
+    if (source && !force) checkSameSource(*source, l.input, plan_path);
+    l.plan = readPlan(text, plan_path, l.input);
+    // Pinned tensors may overlap when asked (not recorded in plan files).
+    l.plan.options.allow_pinned_overlap = allow_pinned_overlap;
     return l;
   }
 
   int verify() const {
     const Loaded l = load();
-    VerifyResult r = verifyPlan(l.plan);
+    VerifyResult r = memplan::verify(l.input, l.plan);
     if (plan_path.empty())
       for (std::string& c : embeddedPlanConflicts(l.input, allow_pinned_overlap))
         r.violations.push_back({0, std::move(c)});
@@ -59,7 +66,7 @@ struct CheckCommand {
 
   int replay() const {
     const Loaded l = load();
-    const ReplayResult r = l.input.model ? replayPlan(*l.input.model, l.plan) : replaySpecs(l.plan.main());
+    const ReplayResult r = memplan::replay(l.input, l.plan);
     if (r.ok())
       std::cout << fmt::format("OK: {} writes, {} reads checked over {} steps\n", r.writes, r.reads, r.steps);
     else
@@ -77,6 +84,7 @@ struct CheckCommand {
     input_flags.addTo(*sub);
     sub->add_flag("--allow-pinned-overlap", allow_pinned_overlap,
                   "Accept pinned tensors that share bytes while alive");
+    sub->add_flag("--force", force, "Check the plan even if it was made from another file");
     return sub;
   }
 };

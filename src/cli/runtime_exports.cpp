@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/cli.h"
@@ -24,23 +25,25 @@ void RuntimeFlags::addTo(CLI::App& app) {
                  "offline memory plan");
 }
 
-void writeRuntimeExports(const RuntimeFlags& flags, const LoadedInput& in, const Plan& plan) {
-  const Model* model = in.model ? &*in.model : nullptr;
+void writeRuntimeExports(const RuntimeFlags& flags, const Input& in, const Plan& plan) {
+  const Model* model = in.modelOrNull();
   if (!flags.emit_c.empty()) {
     CHeaderOptions options;
     if (!flags.c_prefix.empty()) options.prefix = flags.c_prefix;
-    options.source = std::filesystem::path(in.path).filename().string();
+    options.source = std::filesystem::path(in.source.name).filename().string();
     writeFileAtomic(flags.emit_c, writeCHeader(plan, model, options));
   } else if (!flags.c_prefix.empty()) {
     throw InputError("--c-prefix: only with --emit-c");
   }
   if (!flags.write_tflite.empty()) {
     if (in.kind != InputKind::Tflite || !model)
-      throw InputError(fmt::format("--write-tflite: {} is not a .tflite model", in.path));
-    const std::string bytes = readFile(in.path);
-    const TfliteTensorIndex index = tfliteTensorIndex(bytes, in.path);
+      throw InputError(fmt::format("--write-tflite: {} is not a .tflite model", in.source.name));
+    const std::string bytes = readFile(in.source.name);
+    if (bytes.size() != in.source.size)
+      throw InputError(fmt::format("--write-tflite: {} changed while it was planned", in.source.name));
+    const TfliteTensorIndex index = tfliteTensorIndex(bytes, in.source.name);
     const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*model, plan, index);
-    writeFileAtomic(flags.write_tflite, writeTfliteOfflinePlan(bytes, in.path, offsets));
+    writeFileAtomic(flags.write_tflite, writeTfliteOfflinePlan(bytes, in.source.name, offsets));
     if (model->graphs.size() > 1)
       std::cerr << "memplan: warning: " << flags.write_tflite
                 << ": the offline plan lists every subgraph's tensors, concatenated, as TFLite "
@@ -50,7 +53,7 @@ void writeRuntimeExports(const RuntimeFlags& flags, const LoadedInput& in, const
   }
 }
 
-void printTflmComparison(const LoadedInput& in, const Plan& plan, bool exact_bytes) {
+void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes) {
   if (in.kind != InputKind::Tflite || !in.model || plan.graphs.empty()) return;
   const GraphPlan& main = plan.main();
   Bytes ours = 0;
@@ -70,28 +73,28 @@ void printTflmComparison(const LoadedInput& in, const Plan& plan, bool exact_byt
                            formatBytes(tflm, exact_bytes), formatBytes(ours, exact_bytes), change);
 }
 
-Plan embeddedPlan(const LoadedInput& in, bool allow_pinned_overlap) {
+Plan embeddedPlan(const Input& in, bool allow_pinned_overlap) {
   bool pinned = false;
   if (in.model)
     for (const Tensor& t : in.model->tensors) pinned |= t.offset.has_value();
   if (!pinned)
     throw InputError(fmt::format("{}: carries no plan of its own (no pinned tensor, no TFLite Micro "
                                  "offline plan); give a PLAN file",
-                                 in.path));
+                                 in.source.name));
   PlanOptions options;
   options.alignment = 1;  // pins are checked as they are: exact bytes
   options.allow_pinned_overlap = allow_pinned_overlap;
   return pinnedPlan(*in.model, options);
 }
 
-std::vector<std::string> embeddedPlanConflicts(const LoadedInput& in, bool allow_pinned_overlap) {
+std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap) {
   // The verifier checks each graph; across graphs (a body's tensors over its
   // caller's) TFLite Micro's single time line decides.
   if (allow_pinned_overlap || !in.model || in.model->graphs.size() < 2) return {};
   return tflmPinConflicts(*in.model);
 }
 
-std::string embeddedPlanSummary(const LoadedInput& in) {
+std::string embeddedPlanSummary(const Input& in) {
   if (in.kind != InputKind::Tflite || !in.model) return "";
   const TflmBuffers buffers = tflmBuffers(*in.model);
   std::size_t online = 0;

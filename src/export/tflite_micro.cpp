@@ -72,18 +72,6 @@ bool tflmAllocates(const Tensor& t) {
          !t.dynamic_unbound && t.nbytes > 0;
 }
 
-std::vector<PlanOptions> perGraphOptions(const Model& m, const PlanOptions& root) {
-  std::vector<PlanOptions> out(m.graphs.size(), root);
-  for (GraphId g = 0; g < static_cast<GraphId>(m.graphs.size()); ++g)
-    for (const Node& n : m.graphs[g].nodes)
-      for (GraphId s : n.subgraphs) {
-        out[s] = out[g];
-        out[s].alloc_graph_input = n.kind == NodeKind::Map || n.kind == NodeKind::Scan;
-        out[s].alloc_graph_output = true;
-      }
-  return out;
-}
-
 }  // namespace
 
 TflmBuffers tflmBuffers(const Model& model) {
@@ -150,12 +138,11 @@ Plan pinnedPlan(const Model& model, const PlanOptions& options) {
   plan.algorithm = "pinned";
   plan.options = options;
   plan.graphs.resize(model.graphs.size());
-  const std::vector<PlanOptions> per_graph = perGraphOptions(model, options);
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) {
     GraphPlan& gp = plan.graphs[g];
     gp.graph = g;
     gp.parent = kNone;  // pins are absolute: no reserved-prefix layout to check
-    gp.specs = collectSpecs(model, g, per_graph[g]);
+    gp.specs = collectSpecs(model, g, graphPlanOptions(model, g, options));
     std::map<MemId, PoolInfo> pools;
     for (Spec& s : gp.specs.specs) {
       if (!s.planned) continue;

@@ -36,29 +36,6 @@ struct Pin {
   TimeValue first = 0, last = 0; // closed lifetime
 };
 
-// Options per graph, as planModel gives them: bodies of cond/while/call do
-// not plan their inputs (they are the parent's tensors); map/scan bodies do.
-std::vector<PlanOptions> graphOptions(const Model& m, const PlanOptions& root) {
-  std::vector<PlanOptions> out(m.graphs.size(), root);
-  std::vector<bool> set(m.graphs.size(), false);
-  std::vector<GraphId> stack{0};
-  set[0] = true;
-  while (!stack.empty()) {
-    const GraphId g = stack.back();
-    stack.pop_back();
-    for (const Node& n : m.graphs[g].nodes)
-      for (GraphId s : n.subgraphs) {
-        if (s < 0 || static_cast<std::size_t>(s) >= m.graphs.size() || set[s]) continue;
-        out[s] = out[g];
-        out[s].alloc_graph_input = n.kind == NodeKind::Map || n.kind == NodeKind::Scan;
-        out[s].alloc_graph_output = true;
-        set[s] = true;
-        stack.push_back(s);
-      }
-  }
-  return out;
-}
-
 SpecId chainRoot(const GraphSpecs& specs, SpecId s) {
   for (std::size_t steps = 0; steps <= specs.specs.size(); ++steps) {
     const SpecId b = specs.specs[s].inplace_base;
@@ -281,19 +258,17 @@ class Planner {
   Planner(const Model& model, const PlanRequest& request, Plan& plan)
       : model_(model), request_(request), plan_(plan) {}
 
-  std::vector<Bytes> planGraph(GraphId g, const PlanOptions& options, int depth) {
+  std::vector<Bytes> planGraph(GraphId g, int depth) {
     if (depth > 64) throw InputError(fmt::format("{}: control flow nested deeper than 64", model_.name));
     const Graph& graph = model_.graphs[g];
     std::vector<Bytes> reserved;
     for (const Node& node : graph.nodes)
       for (GraphId s : node.subgraphs) {
-        PlanOptions body = options;
-        body.alloc_graph_input = node.kind == NodeKind::Map || node.kind == NodeKind::Scan;
-        body.alloc_graph_output = true;
-        const std::vector<Bytes> sizes = planGraph(s, body, depth + 1);
+        const std::vector<Bytes> sizes = planGraph(s, depth + 1);
         if (reserved.size() < sizes.size()) reserved.resize(sizes.size(), 0);
         for (std::size_t i = 0; i < sizes.size(); ++i) reserved[i] = std::max(reserved[i], sizes[i]);
       }
+    const PlanOptions options = graphPlanOptions(model_, g, request_.options);
     GraphSpecs specs = collectSpecs(model_, g, options);
     const std::vector<Pin> pins = pinsOf(model_, specs);
     PlanRequest request = request_;
@@ -319,11 +294,10 @@ class Planner {
 }  // namespace
 
 void checkPins(const Model& model, const PlanOptions& options) {
-  const std::vector<PlanOptions> per_graph = graphOptions(model, options);
   const std::vector<bool> pinned = graphsWithPins(model);
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) {
     if (!pinned[g]) continue;
-    const GraphSpecs specs = collectSpecs(model, g, per_graph[g]);
+    const GraphSpecs specs = collectSpecs(model, g, graphPlanOptions(model, g, options));
     const std::vector<Pin> pins = pinsOf(model, specs);
     if (options.allow_pinned_overlap) continue;
     if (const auto pair = firstOverlap(pins))
@@ -339,22 +313,22 @@ Plan planModelWithPins(const Model& model, const PlanRequest& request) {
   checkPins(model, request.options);
   if (!request.options.allow_pinned_overlap) return planModel(model, request);
   // Only graphs with overlapping pins need the obstacle treatment.
-  const std::vector<PlanOptions> per_graph = graphOptions(model, request.options);
   const std::vector<bool> pinned = graphsWithPins(model);
   bool overlaps = false;
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()) && !overlaps; ++g)
-    if (pinned[g]) overlaps = !overlapGroups(pinsOf(model, collectSpecs(model, g, per_graph[g]))).empty();
+    if (pinned[g])
+      overlaps = !overlapGroups(pinsOf(model, collectSpecs(model, g, graphPlanOptions(model, g, request.options))))
+                      .empty();
   if (!overlaps) return planModel(model, request);
   if (request.options.per_device)
     throw InputError(fmt::format("{}: overlapping pinned tensors cannot be planned per device",
                                  model.name));
   const auto started = std::chrono::steady_clock::now();
   Plan plan;
-  plan.algorithm = request.algorithm;
-  plan.options = request.options;
+  recordRequest(plan, request);
   plan.graphs.resize(model.graphs.size());
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
-  Planner(model, request, plan).planGraph(0, request.options, 0);
+  Planner(model, request, plan).planGraph(0, 0);
   plan.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return plan;
