@@ -47,6 +47,10 @@ void runAlgorithm(benchmark::State& state, const char* name) {
   state.SetComplexityN(state.range(0));
 }
 void BM_BestFitPortfolio(benchmark::State& state) { runAlgorithm(state, "best_fit"); }
+// TFLite Micro's greedy, exact (TFLM itself is O(n^2); see tflm_greedy.cpp).
+void BM_TflmGreedy(benchmark::State& state) { runAlgorithm(state, "tflm_greedy"); }
+BENCHMARK(BM_TflmGreedy)->RangeMultiplier(10)->Range(1000, 1000000)->Complexity(benchmark::oNLogN)
+    ->Unit(benchmark::kMillisecond);
 void BM_Auto(benchmark::State& state) { runAlgorithm(state, "auto"); }
 BENCHMARK(BM_BestFitPortfolio)->RangeMultiplier(10)->Range(1000, 100000)
     ->Complexity(benchmark::oNLogN)->Unit(benchmark::kMillisecond);

@@ -25,6 +25,10 @@ struct PlanOptions {
   bool per_device = false;           // partition by device, [0, cpu, dev...]
   std::vector<std::optional<Bytes>> capacities;  // per mem_id, if limited
   std::vector<MemId> spill_order;    // pool overflowing -> next in this list
+  // Pinned tensors (Tensor::offset) may share bytes while alive together:
+  // TensorFlow Lite Micro's offline plans may overlap on purpose. Off: such
+  // pins are refused (memplan/pinned.h) and the verifier reports them.
+  bool allow_pinned_overlap = false;
 };
 
 struct Spec {

@@ -17,6 +17,7 @@ std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
 std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
 std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
 std::unique_ptr<Algorithm> makeExactAlgorithm();        // exact.cpp
+std::unique_ptr<Algorithm> makeTflmGreedyAlgorithm();   // tflm_greedy.cpp
 
 namespace {
 struct Entry {
@@ -33,6 +34,7 @@ constexpr Entry kAlgorithms[] = {
     {"greedy", makeGreedyAlgorithm},
     {"greedy_no_overlap", makeGreedyNoOverlapAlgorithm},
     {"suite", makeExecutorchSuiteAlgorithm},
+    {"tflm_greedy", makeTflmGreedyAlgorithm},
 };
 }  // namespace
 

@@ -25,6 +25,7 @@ struct InputFlags {
   std::vector<std::string> dims;          // SYMBOL=VALUE
   bool alias_views = false, no_alias_views = false;
   std::string unknown_size_bytes;         // byte size, "" = unset
+  bool ignore_offline_plan = false;       // TFLite: plan afresh
   // The options the flags give, on top of `base` (what a plan file
   // recorded, for verify and replay): a flag given replaces its field.
   ImportOptions toImportOptions(const ImportOptions& base = {}) const;
@@ -42,6 +43,7 @@ struct PlanFlags {
   double time_limit = 0;
   std::vector<std::string> capacities;    // MEM_ID=BYTES
   std::vector<MemId> spill_order;
+  bool allow_pinned_overlap = false;
   PlanRequest toRequest() const;
   void addTo(CLI::App& app);
 };
@@ -49,6 +51,20 @@ struct PlanFlags {
 // Library errors name request fields ("PlanRequest.options.alignment: ...");
 // the CLI says which flag that was ("--alignment: ...").
 std::string inFlagTerms(const std::string& message);
+
+// Plans for runtimes (runtime_exports.cpp).
+struct RuntimeFlags {
+  std::string emit_c, c_prefix, write_tflite;
+  void addTo(CLI::App& app);
+};
+void writeRuntimeExports(const RuntimeFlags& flags, const Input& in, const Plan& plan);
+// One line: TFLite Micro's own arena for a .tflite input beside this plan's.
+void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes);
+// The plan a model carries (pinned tensors, a TFLite Micro offline plan),
+// conflicts across its graphs, and one line on TFLite Micro's arena with it.
+Plan embeddedPlan(const Input& in, bool allow_pinned_overlap);
+std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap);
+std::string embeddedPlanSummary(const Input& in);
 
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);

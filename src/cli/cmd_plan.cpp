@@ -26,6 +26,7 @@ struct PlanCommand {
   bool quiet = false;
   bool timing = false;
   std::string html, svg, compare;
+  RuntimeFlags runtime;
 
   int run() {
     const Input in = readInput(input, input_flags.toImportOptions());
@@ -49,6 +50,7 @@ struct PlanCommand {
       write.include_timing = timing;  // off: plan files are byte-identical run to run
       writePlan(output, plan, in, write);
     }
+    if (verdict.ok()) writeRuntimeExports(runtime, in, plan);
     if (!html.empty()) {
       HtmlOptions options;
       options.title = std::filesystem::path(input).filename().string();
@@ -72,6 +74,7 @@ struct PlanCommand {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
+      if (!json) printTflmComparison(in, plan, exact_bytes);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -112,6 +115,7 @@ Command addPlanCommand(CLI::App& app) {
   sub->add_option("--html", cmd->html, "Write an interactive, self-contained HTML viewer");
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
   sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");
+  cmd->runtime.addTo(*sub);
   return {sub, [cmd] { return cmd->run(); }};
 }
 

@@ -14,6 +14,7 @@ namespace {
 struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
+  bool allow_pinned_overlap = false;
   bool force = false;
 
   struct Loaded {
@@ -24,6 +25,11 @@ struct CheckCommand {
   // with flags given here replacing those; a plan made from other bytes is
   // refused unless --force.
   Loaded load() const {
+    if (plan_path.empty()) {  // the model carries its plan
+      Loaded l{readInput(input, input_flags.toImportOptions()), {}};
+      l.plan = embeddedPlan(l.input, allow_pinned_overlap);
+      return l;
+    }
     const std::string text = readFile(plan_path);
     ImportOptions recorded;
     std::optional<SourceInfo> source;
@@ -35,12 +41,17 @@ struct CheckCommand {
     Loaded l{readInput(input, input_flags.toImportOptions(recorded)), {}};
     if (source && !force) checkSameSource(*source, l.input, plan_path);
     l.plan = readPlan(text, plan_path, l.input);
+    // Pinned tensors may overlap when asked (not recorded in plan files).
+    l.plan.options.allow_pinned_overlap = allow_pinned_overlap;
     return l;
   }
 
   int verify() const {
     const Loaded l = load();
-    const VerifyResult r = memplan::verify(l.input, l.plan);
+    VerifyResult r = memplan::verify(l.input, l.plan);
+    if (plan_path.empty())
+      for (std::string& c : embeddedPlanConflicts(l.input, allow_pinned_overlap))
+        r.violations.push_back({0, std::move(c)});
     printWarnings(r.warnings);
     if (!r.ok()) {
       std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
@@ -48,6 +59,8 @@ struct CheckCommand {
       return kExitVerifyFailed;
     }
     std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
+    if (plan_path.empty())
+      if (const std::string s = embeddedPlanSummary(l.input); !s.empty()) std::cout << s << "\n";
     return kExitOk;
   }
 
@@ -66,9 +79,11 @@ struct CheckCommand {
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
     sub->add_option("PLAN", plan_path,
                     "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
-                    "of a CSV buffer list")
-        ->required();
+                    "of a CSV buffer list; omitted: the plan the model carries (a .tflite with a "
+                    "TFLite Micro offline plan)");
     input_flags.addTo(*sub);
+    sub->add_flag("--allow-pinned-overlap", allow_pinned_overlap,
+                  "Accept pinned tensors that share bytes while alive");
     sub->add_flag("--force", force, "Check the plan even if it was made from another file");
     return sub;
   }

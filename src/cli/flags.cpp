@@ -70,6 +70,8 @@ void InputFlags::addTo(CLI::App& app) {
                "Copy view results (the default; overrides what a plan file recorded)");
   app.add_option("--unknown-size-bytes", unknown_size_bytes,
                  "Plan tensors whose size cannot be inferred at this many bytes");
+  app.add_flag("--ignore-offline-plan", ignore_offline_plan,
+               "TFLite: ignore a TFLite Micro offline plan the model carries (plan afresh)");
 }
 
 ImportOptions InputFlags::toImportOptions(const ImportOptions& base) const {
@@ -98,6 +100,7 @@ ImportOptions InputFlags::toImportOptions(const ImportOptions& base) const {
   }
   if (alias_views) o.alias_views = true;
   if (no_alias_views) o.alias_views = false;
+  if (ignore_offline_plan) o.ignore_offline_plan = true;
   if (!unknown_size_bytes.empty())
     o.unknown_size_bytes = parseBytes(unknown_size_bytes, "--unknown-size-bytes");
   return o;
@@ -121,6 +124,9 @@ void PlanFlags::addTo(CLI::App& app) {
   app.add_option("--spill-order", spill_order,
                  "Pools to spill into when one overflows, in order, e.g. --spill-order 1 2")
       ->delimiter(',');
+  app.add_flag("--allow-pinned-overlap", allow_pinned_overlap,
+               "Accept pinned tensors that share bytes while alive (TFLite Micro offline plans "
+               "may overlap on purpose); plan the rest around them");
 }
 
 PlanRequest PlanFlags::toRequest() const {
@@ -142,6 +148,7 @@ PlanRequest PlanFlags::toRequest() const {
     r.options.capacities[id] = parseBytes(c.substr(eq + 1), "--capacity " + c.substr(0, eq));
   }
   r.options.spill_order = spill_order;
+  r.options.allow_pinned_overlap = allow_pinned_overlap;
   r.params.effort = effort;
   r.params.time_limit_seconds = time_limit;
   return r;

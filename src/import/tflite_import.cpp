@@ -31,7 +31,15 @@
 //     planned at `shape` (shape_signature's -1 dims are dynamic, `shape` holds
 //     the concrete default). String, resource and variant tensors live on the
 //     TFLite heap, never in the arena: dynamic_unbound.
-//  8. validateModel().
+//  8. Offline plan: TensorFlow Lite Micro's metadata entry
+//     "OfflineMemoryAllocation" names a buffer of little-endian int32s
+//     [version, subgraphs, n, offset_0 .. offset_n-1], one offset per tensor
+//     of all subgraphs concatenated in file order (n must equal that total),
+//     -1 for "planned at run time". Unless ignore_offline_plan, each offset
+//     >= 0 pins its tensor (Tensor::offset, mem_id 1) -- for the tensors TFLM
+//     places in its arena: not constants, not variables, not empty. The
+//     last entry of that name wins, as in TFLM.
+//  9. validateModel().
 #include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -78,6 +86,11 @@ constexpr FieldId kDeprecatedBuiltinCode = field(0), kCustomCode = field(1),
 namespace buffer_f {
 constexpr FieldId kData = field(0), kOffset = field(1), kSize = field(2);
 }
+namespace metadata_f {
+constexpr FieldId kName = field(0), kBuffer = field(1);
+}
+constexpr FieldId kModelMetadata = field(6);
+constexpr std::string_view kOfflinePlanName = "OfflineMemoryAllocation";
 // IfOptions{then, else}, WhileOptions{cond, body}, CallOnceOptions{init}:
 // all int32 subgraph indices, in field order.
 constexpr FieldId kOptionSubgraph[2] = {field(0), field(1)};
@@ -306,7 +319,21 @@ class TfliteImporter {
           model, w,
           fmt::format("{} subgraphs exceed the limit of {}", subgraphs_->size(), kMaxSubgraphs));
     loadReachable();
+    countAllTensors();
+    if (!options_.ignore_offline_plan) readOfflinePlan(model);
     return assemble();
+  }
+
+  // TFLM's number for each tensor memplan imports (see tfliteTensorIndex).
+  TfliteTensorIndex tensorIndex() {
+    run();
+    TfliteTensorIndex out;
+    out.total = total_all_;
+    for (std::size_t s = 0; s < raw_.size(); ++s)
+      if (loaded_[s])
+        for (std::size_t i = 0; i < raw_[s].tensors.size(); ++i)
+          out.index.push_back(static_cast<std::int64_t>(file_base_[s] + i));
+    return out;
   }
 
  private:
@@ -324,6 +351,7 @@ class TfliteImporter {
     const auto* bufs = r_.vector<fb::uoffset_t>(model, model_f::kBuffers, Where{}, "buffers");
     if (!bufs) return;
     charge(sizeof(Bytes) * bufs->size(), bufs, Where{});
+    buffers_ = bufs;
     buffer_bytes_.resize(bufs->size());
     for (fb::uoffset_t i = 0; i < bufs->size(); ++i) {
       const Where w{"buffer", i};
@@ -394,6 +422,92 @@ class TfliteImporter {
           }
     }
     rejectCycles();
+  }
+
+  // Tensor counts of every subgraph (unreachable ones too): TFLM numbers
+  // tensors over all of them.
+  void countAllTensors() {
+    file_base_.assign(raw_.size(), 0);
+    std::size_t total = 0;
+    for (std::size_t s = 0; s < raw_.size(); ++s) {
+      file_base_[s] = total;
+      std::size_t count = raw_[s].tensors.size();
+      if (!loaded_[s]) {
+        const Where w{"subgraph", static_cast<std::int64_t>(s)};
+        const fb::Table* sg = r_.tableAt(subgraphs_, static_cast<fb::uoffset_t>(s), w);
+        const auto* tensors = r_.vector<fb::uoffset_t>(sg, subgraph_f::kTensors, w, "tensors");
+        count = tensors ? tensors->size() : 0;
+      }
+      total += count;
+    }
+    total_all_ = total;
+  }
+
+  void readOfflinePlan(const fb::Table* model) {
+    const auto* metadata = r_.vector<fb::uoffset_t>(model, kModelMetadata, Where{}, "metadata");
+    if (!metadata) return;
+    const fb::Table* entry = nullptr;
+    Where w;
+    for (fb::uoffset_t i = 0; i < metadata->size(); ++i) {
+      const Where here{"metadata", static_cast<std::int64_t>(i)};
+      const fb::Table* t = r_.tableAt(metadata, i, here);
+      const fb::String* name = r_.string(t, metadata_f::kName, here, "name");
+      if (name && name->string_view() == kOfflinePlanName) {
+        entry = t;
+        w = here;
+      }
+    }
+    if (!entry) return;
+    const auto buffer = r_.scalar<std::uint32_t>(entry, metadata_f::kBuffer, 0, w, "buffer");
+    if (!buffers_ || buffer >= buffers_->size())
+      r_.fail(entry, w,
+              fmt::format("{}: buffer index {} out of range ({} buffers)", kOfflinePlanName, buffer,
+                          buffers_ ? buffers_->size() : 0));
+    const Where bw{"buffer", static_cast<std::int64_t>(buffer)};
+    const fb::Table* b = r_.tableAt(buffers_, buffer, bw);
+    const auto* data = r_.vector<std::uint8_t>(b, buffer_f::kData, bw, "data");
+    const std::size_t size = data ? data->size() : 0;
+    if (size < 12)
+      r_.fail(entry, w,
+              fmt::format("{}: buffer {} holds {} bytes, fewer than its 12-byte header (version, "
+                          "subgraphs, count){}",
+                          kOfflinePlanName, buffer, size,
+                          size == 0 ? " (data stored outside the flatbuffer is not read by TFLite "
+                                      "Micro either)"
+                                    : ""));
+    const auto word = [&](std::size_t k) {
+      std::int32_t v;
+      std::memcpy(&v, data->Data() + 4 * k, 4);
+      return flatbuffers::EndianScalar(v);
+    };
+    const auto count = static_cast<std::uint32_t>(word(2));
+    if (count != total_all_)
+      r_.fail(entry, w,
+              fmt::format("{}: {} offsets for {} tensors (one per tensor of every subgraph, "
+                          "concatenated in file order)",
+                          kOfflinePlanName, count, total_all_));
+    if ((size - 12) / 4 < count)
+      r_.fail(entry, w,
+              fmt::format("{}: buffer {} holds {} bytes, {} offsets need {}", kOfflinePlanName,
+                          buffer, size, count, 12 + 4 * std::size_t{count}));
+    for (std::size_t s = 0; s < raw_.size(); ++s) {
+      if (!loaded_[s]) continue;
+      for (std::size_t i = 0; i < raw_[s].tensors.size(); ++i) {
+        const std::int32_t v = word(3 + file_base_[s] + i);
+        if (v == -1) continue;
+        Tensor& x = raw_[s].tensors[i];
+        if (v < 0)
+          r_.fail(entry, w,
+                  fmt::format("{}: subgraph {} tensor {} ('{}'): offset {} is neither -1 (planned "
+                              "at run time) nor a byte offset",
+                              kOfflinePlanName, s, i, x.name, v));
+        // TFLM places only these tensors in its arena; it ignores the
+        // offsets of the others.
+        if (x.kind != TensorKind::Activation || x.dynamic_unbound || x.nbytes == 0) continue;
+        x.mem_id = 1;  // TFLM's one arena
+        x.offset = static_cast<Offset>(v);
+      }
+    }
   }
 
   // Iterative depth-first search; a back edge is a subgraph that (directly
@@ -682,6 +796,9 @@ class TfliteImporter {
   std::vector<std::int32_t> opcodes_;  // builtin code of each operator code
   std::vector<std::string> op_names_;
   const TableVector* subgraphs_ = nullptr;
+  const TableVector* buffers_ = nullptr;
+  std::vector<std::size_t> file_base_;  // first TFLM tensor number of each subgraph
+  std::size_t total_all_ = 0;
   std::vector<RawSubgraph> raw_;
   std::vector<bool> loaded_;
   std::size_t total_tensors_ = 0, total_ops_ = 0;
@@ -690,10 +807,10 @@ class TfliteImporter {
 
 bool printable(char c) { return c >= 0x20 && c < 0x7f; }
 
-}  // namespace
-
-Model importTflite(std::string_view bytes, const std::string& source_name,
-                   const ImportOptions& options) {
+// Checks the header and runs `f` on an importer over a suitably aligned copy.
+template <typename F>
+auto withImporter(std::string_view bytes, const std::string& source_name,
+                  const ImportOptions& options, F f) {
   if (bytes.size() < 8)
     throw InputError(
         fmt::format("{}: not a TFLite flatbuffer (file is {} bytes)", source_name, bytes.size()));
@@ -713,7 +830,21 @@ Model importTflite(std::string_view bytes, const std::string& source_name,
   const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   Reader reader(data, fb_size, bytes.size(), source_name);
   TfliteImporter importer(reader, source_name, options);
-  return importer.run();
+  return f(importer);
+}
+}  // namespace
+
+Model importTflite(std::string_view bytes, const std::string& source_name,
+                   const ImportOptions& options) {
+  return withImporter(bytes, source_name, options, [](TfliteImporter& i) { return i.run(); });
+}
+
+TfliteTensorIndex tfliteTensorIndex(std::string_view bytes, const std::string& source_name) {
+  ImportOptions options;
+  options.ignore_offline_plan = true;
+  options.unknown_size_bytes = 1;  // sizes do not matter here
+  return withImporter(bytes, source_name, options,
+                      [](TfliteImporter& i) { return i.tensorIndex(); });
 }
 
 }  // namespace memplan

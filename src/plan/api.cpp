@@ -9,6 +9,7 @@
 #include "io/sha256.h"
 #include "memplan/limits.h"
 #include "memplan/memplan.h"
+#include "memplan/pinned.h"
 
 namespace memplan {
 namespace {
@@ -217,7 +218,7 @@ Plan plan(const Input& input, const PlanRequest& asked) {
   const PlanRequest r = resolve(input, asked);
   Plan out;
   if (input.model) {
-    out = planModel(*input.model, r);
+    out = planModelWithPins(*input.model, r);  // pins checked; overlaps when allowed
   } else {
     GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
     const std::vector<Bytes> reserved =

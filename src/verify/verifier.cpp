@@ -182,25 +182,71 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
       return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);
     });
+    const auto collide = [&](const Range& a, const Range& b) {
+      report(fmt::format("pool {}: {} and {} are alive at the same time and share bytes", mem_id,
+                         describe(specs, a), describe(specs, b)));
+    };
+    // Pinned tensors allowed to overlap each other: the others are checked
+    // among themselves, then against the pinned ones (those may overlap, so
+    // each free range is compared with every live pinned range: O(n log n +
+    // free x live pinned)).
+    std::vector<const Range*> free_ranges, pinned_ranges;
+    for (const Range& r : ranges)
+      (options.allow_pinned_overlap && specs.specs[r.spec].offset ? pinned_ranges : free_ranges)
+          .push_back(&r);
     // Live ranges keyed by begin offset; expiry ordered by last step.
     std::map<Offset, const Range*> live;
     std::multimap<TimeValue, Offset> expiry;
-    for (const Range& r : ranges) {
-      while (!expiry.empty() && expiry.begin()->first < r.first) {
+    const auto expire = [&](TimeValue before) {
+      while (!expiry.empty() && expiry.begin()->first < before) {
         live.erase(expiry.begin()->second);
         expiry.erase(expiry.begin());
       }
+    };
+    // The live range sharing bytes with r, if any (the live set is disjoint).
+    const auto liveCollision = [&](const Range& r) -> const Range* {
       auto next = live.lower_bound(r.end);  // first live range starting at/after our end
-      if (next != live.begin()) {
-        const Range& prev = *std::prev(next)->second;
-        if (prev.end > r.begin) {
-          report(fmt::format("pool {}: {} and {} are alive at the same time and share bytes",
-                             mem_id, describe(specs, prev), describe(specs, r)));
-          continue;  // keep the live set disjoint so later checks stay exact
+      if (next == live.begin()) return nullptr;
+      const Range* prev = std::prev(next)->second;
+      return prev->end > r.begin ? prev : nullptr;
+    };
+    for (const Range* r : free_ranges) {
+      expire(r->first);
+      if (const Range* other = liveCollision(*r)) {
+        collide(*other, *r);
+        continue;  // keep the live set disjoint so later checks stay exact
+      }
+      live.emplace(r->begin, r);
+      expiry.emplace(r->last, r->begin);
+    }
+    if (pinned_ranges.empty()) continue;
+    live.clear();
+    expiry.clear();
+    std::vector<const Range*> live_pinned;
+    std::size_t f = 0;
+    for (const Range* p : pinned_ranges) {
+      // Free ranges starting up to p's first step go in before it.
+      for (; f < free_ranges.size() && free_ranges[f]->first <= p->first; ++f) {
+        const Range& r = *free_ranges[f];
+        expire(r.first);
+        std::erase_if(live_pinned, [&](const Range* q) { return q->last < r.first; });
+        for (const Range* q : live_pinned)
+          if (q->begin < r.end && r.begin < q->end) collide(*q, r);
+        if (!liveCollision(r)) {
+          live.emplace(r.begin, &r);
+          expiry.emplace(r.last, r.begin);
         }
       }
-      live.emplace(r.begin, &r);
-      expiry.emplace(r.last, r.begin);
+      expire(p->first);
+      if (const Range* other = liveCollision(*p)) collide(*other, *p);
+      std::erase_if(live_pinned, [&](const Range* q) { return q->last < p->first; });
+      live_pinned.push_back(p);
+    }
+    for (; f < free_ranges.size(); ++f) {
+      const Range& r = *free_ranges[f];
+      std::erase_if(live_pinned, [&](const Range* q) { return q->last < r.first; });
+      for (const Range* q : live_pinned)
+        if (q->begin < r.end && r.begin < q->end) collide(*q, r);
     }
   }
   return result;

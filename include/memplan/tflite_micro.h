@@ -1,0 +1,76 @@
+// TensorFlow Lite Micro: the plan its runtime would make, and memplan's plan
+// handed to it as an offline memory plan (docs/runtime.md).
+//
+// TFLM keeps one arena; its head holds every tensor it allocates: the
+// tensors that are not constants, not variables (kept in its persistent
+// section) and not empty. An offline plan is a model metadata entry named
+// "OfflineMemoryAllocation" whose buffer holds little-endian int32s
+// [version, subgraphs, n, offset_0 .. offset_n-1]: one byte offset from the
+// head's start per tensor of all subgraphs concatenated in file order, -1
+// where TFLM plans the tensor itself at run time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memplan/algorithm.h"
+#include "memplan/import.h"
+#include "memplan/plan.h"
+
+namespace memplan {
+
+// The buffers TFLM's allocator hands its GreedyMemoryPlanner for `model`
+// (a model imported from a .tflite): the tensors it allocates, in tensor
+// order, each with its size rounded up to 16 bytes and its lifetime as
+// TFLM's AllocationInfoBuilder marks it -- one allocation scope per
+// operator and per control-flow body entered, subgraph inputs and outputs
+// from the start of their invocation, outputs to its end -- all subgraphs
+// on one time line. A tensor's pin (Tensor::offset, e.g. read from an
+// offline plan) is its offline offset. Kernels' scratch buffers are not
+// known before run time and are not included.
+struct TflmBuffers {
+  PoolProblem problem;               // alignment 1: TFLM aligns sizes, not offsets
+  std::vector<TensorId> tensors;     // buffer -> tensor
+};
+TflmBuffers tflmBuffers(const Model& model);
+
+// The arena head TFLM's GreedyMemoryPlanner (memplan's "tflm_greedy")
+// computes for those buffers: its high-water mark, in bytes.
+Bytes tflmArenaBytes(const Model& model);
+
+// memplan's plan as an offline plan: one entry per tensor numbered by
+// `index` (tfliteTensorIndex of the same file), the tensor's offset in pool
+// 1, or -1 for tensors TFLM does not allocate in the head (constants,
+// variables, empty tensors) or that the plan leaves unplanned. Throws
+// InputError when the plan uses any pool but 1 or an offset above 2^31 - 1.
+std::vector<std::int32_t> tfliteOfflineOffsets(const Model& model, const Plan& plan,
+                                               const TfliteTensorIndex& index);
+
+// A copy of the .tflite `bytes` whose metadata carries `offsets` as the
+// offline plan, replacing an existing one (its buffer is reused when no
+// tensor refers to it, else a buffer is appended). Everything else keeps
+// its meaning: same tensors, buffers (byte for byte), operators,
+// subgraphs, signatures. The new root table and plan are written in front
+// of the original flatbuffer, which follows whole (FlatBuffers offsets are
+// relative and point forward, so it stays valid; offsets of buffers stored
+// after the flatbuffer are moved by the same amount). Throws InputError on
+// a file memplan cannot rewrite safely (Model fields newer than memplan
+// knows, a wrong offset count).
+std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& source_name,
+                                   const std::vector<std::int32_t>& offsets);
+
+// The plan a model's pins make on their own (a .tflite read with its
+// offline plan): every planned spec with a pin is allocated there, pool 1
+// (or its preset pool); specs without a pin are left to the runtime
+// (unplanned). bufsizes are the pins' high-water marks. For `memplan
+// verify` / `replay` of a model that carries its plan.
+Plan pinnedPlan(const Model& model, const PlanOptions& options);
+
+// Pinned tensors that share bytes while alive together on TFLM's single
+// time line (all subgraphs; catches a body's tensors over its caller's),
+// as one line each naming both tensors; at most `max` lines.
+std::vector<std::string> tflmPinConflicts(const Model& model, std::size_t max = 16);
+
+}  // namespace memplan

@@ -1,0 +1,323 @@
+// Writes a .tflite model with a TensorFlow Lite Micro offline plan in its
+// metadata (see memplan/tflite_micro.h).
+//
+// FlatBuffers offsets are unsigned and relative: every table, vector and
+// string points forward to what it refers to. So a whole flatbuffer moved
+// further into a file stays valid, and new tables written in front of it
+// may point into it. The writer:
+//  1. reads the original's Model table (verified): its fields, its buffers
+//     and metadata vectors, and which buffers tensors and metadata use;
+//  2. writes, in front: the root offset and "TFL3", a new Model table whose
+//     fields point to the original's operator codes, subgraphs,
+//     description, metadata_buffer and signature defs, a new buffers
+//     vector (the original's Buffer tables, plus the plan's buffer), a new
+//     metadata vector (the original's entries without an old offline plan,
+//     plus the new entry), the new Buffer and Metadata tables, the name and
+//     the plan's bytes (16-byte aligned, as the schema asks of buffer data);
+//  3. pads that head to a multiple of 64 bytes -- every alignment inside the
+//     original is kept -- and appends the original file unchanged, except
+//     that buffers stored after the flatbuffer (Buffer.offset, models above
+//     2 GB) have their absolute offsets moved by the head's size.
+// The original root table stays in the file, unreferenced. A replaced plan's
+// buffer is reused when nothing else refers to it, so planning a planned
+// model again does not grow its buffer list.
+#include <flatbuffers/flatbuffers.h>
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "memplan/tflite_micro.h"
+
+namespace memplan {
+namespace {
+
+namespace fb = flatbuffers;
+using FieldId = fb::voffset_t;
+constexpr FieldId field(int id) { return static_cast<FieldId>(4 + 2 * id); }
+
+// TFLite schema: Model's fields in declaration order.
+constexpr int kVersion = 0, kBuffers = 4, kMetadata = 6, kModelFields = 8;
+constexpr int kSubgraphs = 2, kSubgraphTensors = 0, kTensorBuffer = 2;
+constexpr int kBufferData = 0, kBufferOffset = 1;
+constexpr int kMetadataName = 0, kMetadataBuffer = 1, kMetadataBufferList = 5;
+constexpr std::string_view kPlanName = "OfflineMemoryAllocation";
+constexpr std::int32_t kPlanVersion = 1;
+constexpr std::size_t kHeadAlignment = 64;
+
+// Verified reads of the original flatbuffer.
+class Original {
+ public:
+  Original(const std::uint8_t* data, std::size_t fb_size, const std::string& source)
+      : data_(data), source_(source), v_(data, fb_size, [] {
+          fb::Verifier::Options o;
+          o.max_depth = 16;
+          o.max_tables = 1u << 26;
+          o.check_alignment = true;
+          return o;
+        }()) {}
+
+  [[noreturn]] void fail(std::size_t at, const std::string& what) const {
+    throw InputError(fmt::format("{}: byte {}: {}", source_, at, what));
+  }
+  std::size_t pos(const void* p) const {
+    return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - data_);
+  }
+  const fb::Table* root() {
+    const fb::uoffset_t o = v_.VerifyOffset(0);
+    if (o == 0) fail(0, "root offset");
+    return enter(data_ + o, "Model");
+  }
+  const fb::Table* enter(const std::uint8_t* p, const char* what) {
+    if (!v_.VerifyTableStart(p)) fail(pos(p), fmt::format("{} table does not verify", what));
+    v_.EndTable();
+    return reinterpret_cast<const fb::Table*>(p);
+  }
+  // Absolute position of the object an offset field points to, 0 if absent.
+  std::size_t target(const fb::Table* t, int id, const char* what) {
+    if (!t->VerifyOffset(v_, field(id))) fail(pos(t), fmt::format("field {} does not verify", what));
+    const auto off = t->GetOptionalFieldOffset(field(id));
+    if (off == 0) return 0;
+    const std::uint8_t* slot = reinterpret_cast<const std::uint8_t*>(t) + off;
+    return pos(slot) + fb::ReadScalar<fb::uoffset_t>(slot);
+  }
+  const fb::Vector<fb::uoffset_t>* tables(const fb::Table* t, int id, const char* what) {
+    if (!t->VerifyOffset(v_, field(id))) fail(pos(t), fmt::format("field {} does not verify", what));
+    const auto* vec = t->GetPointer<const fb::Vector<fb::uoffset_t>*>(field(id));
+    if (vec && !v_.VerifyVector(vec)) fail(pos(vec), fmt::format("vector {} does not verify", what));
+    return vec;
+  }
+  // Element i of a vector of tables, verified; its absolute position.
+  std::size_t element(const fb::Vector<fb::uoffset_t>* vec, fb::uoffset_t i, const char* what) {
+    const auto* slot = reinterpret_cast<const std::uint8_t*>(vec->Data()) + std::size_t{4} * i;
+    const fb::uoffset_t o = v_.VerifyOffset(pos(slot));
+    if (o == 0) fail(pos(slot), fmt::format("{} {} offset", what, i));
+    enter(slot + o, what);
+    return pos(slot) + o;
+  }
+  const fb::Table* at(std::size_t p) const { return reinterpret_cast<const fb::Table*>(data_ + p); }
+  template <typename T>
+  T scalar(const fb::Table* t, int id, T fallback, const char* what) {
+    if (!t->VerifyField<T>(v_, field(id), sizeof(T))) fail(pos(t), fmt::format("field {} does not verify", what));
+    return t->GetField<T>(field(id), fallback);
+  }
+  std::string_view string(const fb::Table* t, int id, const char* what) {
+    if (!t->VerifyOffset(v_, field(id))) fail(pos(t), fmt::format("field {} does not verify", what));
+    const auto* s = t->GetPointer<const fb::String*>(field(id));
+    if (!s) return {};
+    if (!v_.VerifyString(s)) fail(pos(s), fmt::format("string {} does not verify", what));
+    return s->string_view();
+  }
+  // Number of fields the table's vtable declares (present or not).
+  int declaredFields(const fb::Table* t) const {
+    const std::uint8_t* vt = t->GetVTable();
+    return (fb::ReadScalar<fb::voffset_t>(vt) - 4) / 2;
+  }
+
+ private:
+  const std::uint8_t* data_;
+  const std::string& source_;
+  fb::Verifier v_;
+};
+
+// The head written in front of the original: little-endian, positions
+// absolute in the new file.
+class Head {
+ public:
+  std::size_t size() const { return b_.size(); }
+  void pad(std::size_t alignment) { b_.resize((b_.size() + alignment - 1) / alignment * alignment, 0); }
+  // Pads so that position + `ahead` is a multiple of `alignment`.
+  void padAhead(std::size_t ahead, std::size_t alignment) {
+    while ((b_.size() + ahead) % alignment != 0) b_.push_back(0);
+  }
+  std::size_t reserve(std::size_t n) {
+    const std::size_t at = b_.size();
+    b_.resize(at + n, 0);
+    return at;
+  }
+  template <typename T>
+  void put(std::size_t at, T value) {
+    value = fb::EndianScalar(value);
+    std::memcpy(b_.data() + at, &value, sizeof(T));
+  }
+  template <typename T>
+  std::size_t append(T value) {
+    const std::size_t at = reserve(sizeof(T));
+    put(at, value);
+    return at;
+  }
+  void appendBytes(const void* data, std::size_t n) {
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    b_.insert(b_.end(), p, p + n);
+  }
+  // An offset field at `slot` pointing to absolute `target` (> slot).
+  void link(std::size_t slot, std::size_t target) {
+    put<fb::uoffset_t>(slot, static_cast<fb::uoffset_t>(target - slot));
+  }
+  // A vtable for `fields` slots of 4 bytes each, then its table: returns the
+  // table's position; field k lives at table + 4 + 4k when present.
+  std::size_t table(const std::vector<bool>& present) {
+    pad(2);
+    const std::size_t vt = append<fb::voffset_t>(static_cast<fb::voffset_t>(4 + 2 * present.size()));
+    append<fb::voffset_t>(static_cast<fb::voffset_t>(4 + 4 * present.size()));
+    for (std::size_t k = 0; k < present.size(); ++k)
+      append<fb::voffset_t>(present[k] ? static_cast<fb::voffset_t>(4 + 4 * k) : 0);
+    pad(4);
+    const std::size_t t = reserve(4 + 4 * present.size());
+    put<fb::soffset_t>(t, static_cast<fb::soffset_t>(t - vt));
+    return t;
+  }
+  std::string take() { return std::string(b_.begin(), b_.end()); }
+
+ private:
+  std::vector<std::uint8_t> b_;
+};
+
+}  // namespace
+
+std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& source_name,
+                                   const std::vector<std::int32_t>& offsets) {
+  // The importer checks the parts of the file memplan reads (and sizes).
+  const TfliteTensorIndex index = tfliteTensorIndex(bytes, source_name);
+  if (offsets.size() != index.total)
+    throw InputError(fmt::format("{}: {} offline offsets for {} tensors", source_name,
+                                 offsets.size(), index.total));
+  std::vector<std::uint64_t> aligned((bytes.size() + 7) / 8);
+  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
+  const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  Original in(data, fb_size, source_name);
+
+  // 1. The original Model.
+  const fb::Table* model = in.root();
+  if (in.declaredFields(model) > kModelFields)
+    for (int id = kModelFields; id < in.declaredFields(model); ++id)
+      if (model->GetOptionalFieldOffset(field(id)) != 0)
+        in.fail(in.pos(model), fmt::format("Model field {} is newer than memplan knows; the file "
+                                           "cannot be rewritten safely",
+                                           id));
+  std::size_t old_target[kModelFields] = {};
+  static constexpr const char* kNames[kModelFields] = {
+      "version", "operator_codes", "subgraphs", "description",
+      "buffers", "metadata_buffer", "metadata", "signature_defs"};
+  for (int id = 1; id < kModelFields; ++id) old_target[id] = in.target(model, id, kNames[id]);
+  const bool has_version = model->GetOptionalFieldOffset(field(kVersion)) != 0;
+  const auto version = in.scalar<std::uint32_t>(model, kVersion, 0, "version");
+
+  std::vector<std::size_t> buffer_tables;  // absolute positions
+  if (const auto* bufs = in.tables(model, kBuffers, "buffers"))
+    for (fb::uoffset_t i = 0; i < bufs->size(); ++i) buffer_tables.push_back(in.element(bufs, i, "buffer"));
+
+  // Buffers referred to by anything but an old plan.
+  std::vector<bool> used(buffer_tables.size(), false);
+  const auto use = [&](std::uint32_t b) {
+    if (b < used.size()) used[b] = true;
+  };
+  if (const auto* sgs = in.tables(model, kSubgraphs, "subgraphs"))
+    for (fb::uoffset_t s = 0; s < sgs->size(); ++s) {
+      const fb::Table* sg = in.at(in.element(sgs, s, "subgraph"));
+      if (const auto* tensors = in.tables(sg, kSubgraphTensors, "tensors"))
+        for (fb::uoffset_t t = 0; t < tensors->size(); ++t)
+          use(in.scalar<std::uint32_t>(in.at(in.element(tensors, t, "tensor")), kTensorBuffer, 0,
+                                       "buffer"));
+    }
+  if (old_target[kMetadataBufferList]) {
+    const auto* list = reinterpret_cast<const fb::Vector<std::int32_t>*>(data + old_target[kMetadataBufferList]);
+    fb::Verifier v(data, fb_size);
+    if (!v.VerifyVector(list)) in.fail(old_target[kMetadataBufferList], "metadata_buffer does not verify");
+    for (std::int32_t b : *list)
+      if (b >= 0) use(static_cast<std::uint32_t>(b));
+  }
+  std::vector<std::size_t> kept_metadata;  // absolute positions of entries kept
+  std::optional<std::uint32_t> old_plan_buffer;
+  if (const auto* meta = in.tables(model, kMetadata, "metadata"))
+    for (fb::uoffset_t i = 0; i < meta->size(); ++i) {
+      const std::size_t p = in.element(meta, i, "metadata");
+      const fb::Table* t = in.at(p);
+      const auto buffer = in.scalar<std::uint32_t>(t, kMetadataBuffer, 0, "buffer");
+      if (in.string(t, kMetadataName, "name") == kPlanName) {
+        old_plan_buffer = buffer;
+      } else {
+        kept_metadata.push_back(p);
+        use(buffer);
+      }
+    }
+  std::size_t plan_buffer = buffer_tables.size();
+  if (old_plan_buffer && *old_plan_buffer < buffer_tables.size() && !used[*old_plan_buffer])
+    plan_buffer = *old_plan_buffer;
+  const bool empty_first = buffer_tables.empty();  // a model without buffers gets buffer 0 empty
+  if (empty_first) plan_buffer = 1;
+
+  // 2. The head. Model table first: everything it points to comes after.
+  Head h;
+  h.reserve(4);
+  h.appendBytes("TFL3", 4);
+  std::vector<bool> present(kModelFields, false);
+  present[kVersion] = has_version;
+  for (int id = 1; id < kModelFields; ++id) present[id] = old_target[id] != 0;
+  present[kBuffers] = present[kMetadata] = true;
+  const std::size_t table = h.table(present);
+  h.link(0, table);
+  const auto slot = [&](int id) { return table + 4 + 4 * static_cast<std::size_t>(id); };
+  if (has_version) h.put<std::uint32_t>(slot(kVersion), version);
+
+  const std::size_t buffer_count = std::max(buffer_tables.size(), plan_buffer + 1);
+  h.pad(4);
+  const std::size_t buffers_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(buffer_count));
+  const std::size_t buffers_slots = h.reserve(4 * buffer_count);
+  const std::size_t metadata_vec =
+      h.append<std::uint32_t>(static_cast<std::uint32_t>(kept_metadata.size() + 1));
+  const std::size_t metadata_slots = h.reserve(4 * (kept_metadata.size() + 1));
+  h.link(slot(kBuffers), buffers_vec);
+  h.link(slot(kMetadata), metadata_vec);
+
+  const std::size_t plan_table = h.table({true});             // Buffer {data}
+  std::size_t empty_table = 0;
+  if (empty_first) empty_table = h.table({false});            // Buffer {}
+  const std::size_t entry_table = h.table({true, true});      // Metadata {name, buffer}
+  h.put<std::uint32_t>(entry_table + 8, static_cast<std::uint32_t>(plan_buffer));
+  h.pad(4);
+  const std::size_t name = h.append<std::uint32_t>(static_cast<std::uint32_t>(kPlanName.size()));
+  h.appendBytes(kPlanName.data(), kPlanName.size());
+  h.append<std::uint8_t>(0);
+  h.link(entry_table + 4, name);
+  h.padAhead(4, 16);
+  const std::size_t plan_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(12 + 4 * offsets.size()));
+  h.append<std::int32_t>(kPlanVersion);
+  h.append<std::int32_t>(static_cast<std::int32_t>(
+      old_target[kSubgraphs] ? fb::ReadScalar<fb::uoffset_t>(data + old_target[kSubgraphs]) : 0));
+  h.append<std::int32_t>(static_cast<std::int32_t>(offsets.size()));
+  for (std::int32_t o : offsets) h.append<std::int32_t>(o);
+  h.link(plan_table + 4, plan_vec);
+  h.pad(kHeadAlignment);
+  const std::size_t shift = h.size();
+
+  // Links into the original, now `shift` bytes further.
+  for (int id = 1; id < kModelFields; ++id)
+    if (old_target[id] && id != kBuffers && id != kMetadata) h.link(slot(id), shift + old_target[id]);
+  for (std::size_t k = 0; k < buffer_count; ++k) {
+    const std::size_t target = k == plan_buffer         ? plan_table
+                               : empty_first && k == 0 ? empty_table
+                                                       : shift + buffer_tables[k];
+    h.link(buffers_slots + 4 * k, target);
+  }
+  for (std::size_t k = 0; k < kept_metadata.size(); ++k)
+    h.link(metadata_slots + 4 * k, shift + kept_metadata[k]);
+  h.link(metadata_slots + 4 * kept_metadata.size(), entry_table);
+
+  // 3. The original, with external buffer offsets moved.
+  std::string out = h.take();
+  const std::size_t base = out.size();
+  out.append(bytes.data(), bytes.size());
+  for (std::size_t p : buffer_tables) {
+    const fb::Table* t = in.at(p);
+    const auto offset = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
+    if (offset <= 1) continue;  // 0/1: data inline or none
+    const std::uint64_t moved = fb::EndianScalar(offset + shift);
+    std::memcpy(out.data() + base + p + t->GetOptionalFieldOffset(field(kBufferOffset)), &moved, 8);
+  }
+  // What was written reads back (the importer verifies every part it reads).
+  importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
+  return out;
+}
+
+}  // namespace memplan
