@@ -170,7 +170,8 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
         alloc_of[s.id]->offset == alloc_of[s.inplace_base]->offset)
       parent[find(s.id)] = find(s.inplace_base);
 
-  for (auto& [mem_id, raw] : pools) {
+  for (auto& [pool_id, raw] : pools) {
+    const auto mem_id = pool_id;  // lambdas may not capture a structured binding before C++20 in clang 14
     // Members of a group share bytes by design: where their lifetimes
     // overlap they become one range; apart in time they stay separate
     // (the bytes are free in between, like any dead tensor's).
