@@ -14,6 +14,7 @@ namespace {
 struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
+  std::vector<std::string> capacities;  // MEM_ID=BYTES, replacing the plan's
   bool force = false;
 
   struct Loaded {
@@ -32,9 +33,11 @@ struct CheckCommand {
       recorded = made.import_options;
       source = made.source;
     }
-    Loaded l{readInput(input, input_flags.toImportOptions(recorded)), {}};
+    Loaded l{input_flags.read(input, recorded), {}};
     if (source && !force) checkSameSource(*source, l.input, plan_path);
     l.plan = readPlan(text, plan_path, l.input);
+    // Capacities given here are checked (as well as those the plan records).
+    parseCapacities(capacities, l.plan.options.capacities);
     return l;
   }
 
@@ -70,6 +73,8 @@ struct CheckCommand {
         ->required();
     input_flags.addTo(*sub);
     sub->add_flag("--force", force, "Check the plan even if it was made from another file");
+    sub->add_option("--capacity", capacities,
+                    "Pool capacity the plan must keep: MEM_ID=BYTES, e.g. 1=256KiB (repeatable)");
     return sub;
   }
 };

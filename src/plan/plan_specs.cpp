@@ -20,8 +20,9 @@
 //     bytes is where tensors leave: the largest live ones first (ties: the
 //     earliest spec), enough to bring that step under the capacity, at
 //     least one. Specs with a preset mem_id or a pinned offset stay. With
-//     no next pool, PlanError names the step and the tensors live there.
+//     no next pool, CapacityError names the step and the tensors live there.
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <numeric>
 
@@ -329,11 +330,11 @@ class Planner {
       names += fmt::format("{}{} ({})", i ? ", " : "", specName(graph_.specs[live[i]]),
                            showBytes(p_.size[live[i]]));
     }
-    throw PlanError(fmt::format(
-        "pool {} needs {} > capacity {} at step {} ({} live, {}): live tensors: {}", m,
+    throw CapacityError(fmt::format(
+        "pool {} needs {} > capacity {} at step {} ({} live, {}): {} live tensors: {}", m,
         showBytes(needed), showBytes(capacityOf(m).value_or(0)), step, showBytes(live_bytes),
         has_next ? "no live tensor can move (preset mem_id or pinned)" : "no pool to spill to",
-        names.empty() ? "none" : names));
+        live.size(), names.empty() ? "none" : names));
   }
 
   const PoolRun& solved(MemId m) {
@@ -430,7 +431,7 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
   if (!requested->info().whole_graph_candidates.empty()) {
     // Whole-graph comparison, first wins ties. A candidate that cannot meet
     // the capacities drops out; if all do, the first one's error stands.
-    std::optional<PlanError> first_error;
+    std::exception_ptr first_error;  // keeps the error's type (CapacityError)
     bool have = false;
     for (std::string_view name : requested->info().whole_graph_candidates) {
       const auto algo = makeAlgorithm(name);
@@ -441,11 +442,11 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
           best = std::move(at);
           have = true;
         }
-      } catch (const PlanError& e) {
-        if (!first_error) first_error = e;
+      } catch (const PlanError&) {
+        if (!first_error) first_error = std::current_exception();
       }
     }
-    if (!have) throw *first_error;
+    if (!have) std::rethrow_exception(first_error);
   } else {
     best = planWithCapacities(specs, p, *requested, request, reserved);
   }
