@@ -89,7 +89,8 @@ TEST(Api, InputDefaultsAndRequestErrorsNameTheField) {
   };
   PlanRequest r;
   r.algorithm = "bestfit";
-  EXPECT_EQ(error(r).rfind("PlanRequest.algorithm: unknown algorithm 'bestfit' (known: ", 0), 0u)
+  EXPECT_EQ(error(r).rfind("PlanRequest.algorithm: unknown algorithm 'bestfit'; did you mean best_fit? "
+                           "(known: ", 0), 0u)
       << error(r);
   r = {};
   r.options.alignment = Bytes{1} << 31;  // any alignment up to 2^30 works (24 too)

@@ -342,8 +342,10 @@ TEST(PlanSpecs, InplaceCycleAndBadSpecsAreInputErrors) {
   g.specs[0].mem_id = 0;
   EXPECT_THROW(plan(g, "naive"), InputError);
   g.specs[0].mem_id = std::nullopt;
-  g.specs[0].alignment = 24;
+  g.specs[0].alignment = Bytes{1} << 31;  // any alignment up to 2^30 works (24 too)
   EXPECT_THROW(plan(g, "greedy"), InputError);
+  g.specs[0].alignment = 24;
+  EXPECT_EQ(plan(g, "greedy").bufsizes, (std::vector<Bytes>{0, 24}));
 }
 
 TEST(PlanSpecs, UnplannedBaseLeavesAnOrdinarySpec) {

@@ -1,4 +1,6 @@
 // Structural checks every importer runs before a model enters the pipeline.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "memplan/graph.h"
@@ -113,13 +115,27 @@ void validateModel(const Model& m) {
         where(fmt::format("{}: {} belongs to graph {}, not visible here", ctx, tensorLabel(m, t),
                           m.tensors[t].graph));
     };
+    // A node may not use a tensor of its graph inside one of its gaps.
+    const auto inGap = [&](TensorId t, NodeId n, const std::string& ctx) {
+      const Tensor& x = m.tensors[t];
+      if (x.gaps.empty() || x.graph != g) return;
+      const auto after = std::upper_bound(x.gaps.begin(), x.gaps.end(), TimeValue{n},
+                                          [](TimeValue v, const Gap& gap) { return v < gap.start; });
+      if (after == x.gaps.begin() || n >= std::prev(after)->end) return;
+      const Gap& gap = *std::prev(after);
+      where(fmt::format("{} uses {} inside its gap {} (nodes [{}, {}))", ctx, tensorLabel(m, t),
+                        std::prev(after) - x.gaps.begin(), gap.start, gap.end));
+    };
     for (TensorId t : graph.inputs) check(t, "inputs");
     for (TensorId t : graph.outputs) check(t, "outputs");
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
       const Node& node = graph.nodes[n];
       const std::string ctx = fmt::format("node {} '{}'", n, node.name);
-      for (TensorId t : node.inputs) check(t, ctx);
-      for (TensorId t : node.outputs) check(t, ctx);
+      for (const auto* list : {&node.inputs, &node.outputs})
+        for (TensorId t : *list) {
+          check(t, ctx);
+          inGap(t, n, ctx);
+        }
       for (GraphId s : node.subgraphs) {
         if (s <= 0 || s >= num_graphs) where(fmt::format("{}: subgraph {} does not exist", ctx, s));
         // A body may be shared by several nodes (TFLite), but never run itself.

@@ -89,9 +89,10 @@ Prepared prepare(const GraphSpecs& graph) {
     if (spec.nbytes > kMaxBytes)
       throw InputError(fmt::format("{}: {} bytes exceeds the limit of {}", specName(spec),
                                    spec.nbytes, kMaxBytes));
+    // Any alignment works (offsets are multiples of it).
     const Bytes align = std::max<Bytes>(spec.alignment, 1);
-    if ((align & (align - 1)) != 0)
-      throw InputError(fmt::format("{}: alignment {} is not a power of two", specName(spec), align));
+    if (align > limits::kMaxAlignment)
+      throw InputError(fmt::format("{}: alignment {} is above the limit of 2^30", specName(spec), align));
     const auto size = alignUp(spec.nbytes, align);
     if (!size) throw InputError(fmt::format("{}: aligned size overflows", specName(spec)));
     p.size[s] = *size;
