@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
 
@@ -172,6 +175,26 @@ TEST(CliMistakes, WarningsCountAndNameUnplannedAndGuessedTensors) {
   EXPECT_EQ(r.err,
             "memplan: warning: 2 tensors left unplanned (strings, sequences or sizes known only at run "
             "time; the runtime allocates them): 's1', 's2'\n");
+}
+
+// Every field of `plan --json` is documented in docs/report-format.md.
+TEST(CliMistakes, ReportJsonFieldsAreDocumented) {
+  const CliResult r = runCli("plan --json " + (sourceDir() / "examples/graphs/mlp.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string doc = readText(sourceDir() / "docs/report-format.md");
+  std::set<std::string> keys;
+  const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
+    if (v.is_object())
+      for (const auto& [k, x] : v.items()) {
+        keys.insert(k);
+        walk(x);
+      }
+    if (v.is_array())
+      for (const auto& x : v) walk(x);
+  };
+  walk(nlohmann::json::parse(r.out));
+  EXPECT_GE(keys.size(), 30u);
+  for (const std::string& k : keys) EXPECT_NE(doc.find("`" + k + "`"), std::string::npos) << k;
 }
 
 }  // namespace

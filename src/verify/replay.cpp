@@ -266,6 +266,7 @@ class ModelReplay {
         granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
     }
     shadows_ = makeShadows(sizes, granules, options_, r_);
+    gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
     events_.emplace_back();  // WriteId 0: never written
     return true;
   }
@@ -394,7 +395,7 @@ class ModelReplay {
     // Every input is in place before the first node runs (the placeholders
     // come first), used or not.
     const TimeValue first_node = nodeTime(graph, 0);
-    const std::vector<GapEvent> gap_events = gapEvents(g);
+    const std::vector<GapEvent>& gap_events = gapEvents(g);
     std::size_t next_gap = 0;
     const auto gapsUntil = [&](TimeValue step, const std::string& node) {
       for (; next_gap < gap_events.size() && gap_events[next_gap].time <= step && !failed(); ++next_gap) {
@@ -450,8 +451,10 @@ class ModelReplay {
       return std::tie(time, write, tensor) < std::tie(o.time, o.write, o.tensor);
     }
   };
-  std::vector<GapEvent> gapEvents(GraphId g) {
-    std::vector<GapEvent> out;
+  // Computed once per graph (a body may run many times).
+  const std::vector<GapEvent>& gapEvents(GraphId g) {
+    if (gap_events_[g]) return *gap_events_[g];
+    std::vector<GapEvent>& out = gap_events_[g].emplace();
     const GraphPlan& gp = p_.graphs[g];
     for (const Spec& spec : gp.specs.specs) {
       if (spec.gaps.empty()) continue;
@@ -469,6 +472,7 @@ class ModelReplay {
     std::sort(out.begin(), out.end());
     return out;
   }
+  std::vector<std::optional<std::vector<GapEvent>>> gap_events_;  // by graph
 
   const Model& m_;
   const Plan& p_;
