@@ -177,6 +177,23 @@ TEST(CliMistakes, WarningsCountAndNameUnplannedAndGuessedTensors) {
             "time; the runtime allocates them): 's1', 's2'\n");
 }
 
+// Any alignment works (XLA's tests use 20): planned, written, verified.
+TEST(CliMistakes, AlignmentNeedNotBeAPowerOfTwo) {
+  const Files f = files("cli-alignment");
+  const fs::path out = f.dir / "plan.csv";
+  const CliResult r = runCli("plan -q " + f.csv.string() + " --alignment 24 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // a [0, 2) and b [1, 3) are alive together: 64 bytes each, rounded to 72.
+  EXPECT_EQ(readText(out), "id,lower,upper,size,offset\na,0,2,64,0\nb,1,3,64,72\n");
+  EXPECT_EQ(runCli("verify " + f.csv.string() + " " + out.string()).exit_code, 0);
+  const fs::path aligned = f.dir / "aligned.csv";
+  writeText(aligned, "id,lower,upper,size,alignment\na,0,2,64,24\nb,1,3,64,24\n");
+  writeText(f.dir / "bad.csv", "id,lower,upper,size,offset\na,0,2,64,0\nb,1,3,64,64\n");
+  const CliResult bad = runCli("verify " + aligned.string() + " " + (f.dir / "bad.csv").string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("'b' at offset 64 is not aligned to 24 bytes"), std::string::npos) << bad.out;
+}
+
 // Every field of `plan --json` is documented in docs/report-format.md.
 TEST(CliMistakes, ReportJsonFieldsAreDocumented) {
   const CliResult r = runCli("plan --json " + (sourceDir() / "examples/graphs/mlp.json").string());
