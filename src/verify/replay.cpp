@@ -261,6 +261,7 @@ class ModelReplay {
         return false;
       }
       granules[mid] = std::gcd(granules[mid], std::gcd(a.offset, *end));
+      if (gp.specs.specs[s.spec].gaps.empty()) continue;
       verify::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
       for (const verify::Piece& p : pieces_)
         granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
@@ -541,10 +542,10 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     TimeValue time;
     bool read;
     SpecId spec;
-    Bytes begin, end;  // bytes from the allocation's offset
+    std::int64_t piece;  // index into `parts` (bytes from the offset); -1: all
   };
   std::vector<Op> ops;
-  std::vector<verify::Piece> pieces;
+  std::vector<verify::Piece> pieces, parts;
   for (std::size_t s = 0; s < specs.size(); ++s) {
     const Allocation* a = alloc[s];
     if (!a || specs[s].nbytes == 0 || a->size == 0) continue;
@@ -571,11 +572,18 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
       return r;
     }
     granules[mid] = std::gcd(granules[mid], std::gcd(a->offset, *end));
+    if (spec.gaps.empty()) {
+      ops.push_back({spec.first, false, static_cast<SpecId>(s), -1});
+      ops.push_back({spec.last, true, static_cast<SpecId>(s), -1});
+      continue;
+    }
     verify::piecesOf(spec, a->size, pieces);
     for (const verify::Piece& p : pieces) {
       granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
-      ops.push_back({p.first, false, static_cast<SpecId>(s), p.begin, p.end});
-      ops.push_back({p.last, true, static_cast<SpecId>(s), p.begin, p.end});
+      const auto part = static_cast<std::int64_t>(parts.size());
+      parts.push_back(p);
+      ops.push_back({p.first, false, static_cast<SpecId>(s), part});
+      ops.push_back({p.last, true, static_cast<SpecId>(s), part});
     }
   }
   // Writes of a step before its reads; stable by spec order otherwise.
@@ -595,8 +603,8 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
   for (const Op& op : ops) {
     if (op.time != last_time) ++r.steps, last_time = op.time;
     const Allocation& a = *alloc[op.spec];
-    const Offset at = a.offset + op.begin;
-    const Bytes n = op.end - op.begin;
+    const Offset at = op.piece < 0 ? a.offset : a.offset + parts[op.piece].begin;
+    const Bytes n = op.piece < 0 ? a.size : parts[op.piece].end - parts[op.piece].begin;
     const WriteId id = static_cast<WriteId>(op.spec) + 1;
     if (!op.read) {
       shadows[a.mem_id].write(at, n, id);
