@@ -89,11 +89,12 @@ TEST(Api, InputDefaultsAndRequestErrorsNameTheField) {
   };
   PlanRequest r;
   r.algorithm = "bestfit";
-  EXPECT_EQ(error(r).rfind("PlanRequest.algorithm: unknown algorithm 'bestfit' (known: ", 0), 0u)
+  EXPECT_EQ(error(r).rfind("PlanRequest.algorithm: unknown algorithm 'bestfit'; did you mean best_fit? "
+                           "(known: ", 0), 0u)
       << error(r);
   r = {};
-  r.options.alignment = 24;
-  EXPECT_EQ(error(r), "PlanRequest.options.alignment: 24 is not a power of two <= 2^30");
+  r.options.alignment = Bytes{1} << 31;  // any alignment up to 2^30 works (24 too)
+  EXPECT_EQ(error(r), "PlanRequest.options.alignment: 2147483648 is above the limit of 2^30");
   r = {};
   r.options.spill_order = {0};
   EXPECT_EQ(error(r), "PlanRequest.options.spill_order: mem_id 0 not in [1, 4096]");

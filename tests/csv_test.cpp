@@ -54,8 +54,9 @@ TEST(Csv, AcceptsCrlfBlankLinesSpacesBomAndAnyColumnOrder) {
   ASSERT_EQ(list.offsets.size(), 2u);
   EXPECT_EQ(list.offsets[0], std::optional<Offset>(32));
   EXPECT_EQ(list.offsets[1], std::nullopt);
-  // An offset column is a previous solution, never a pinned placement.
-  EXPECT_FALSE(x.fixed_offset);
+  // In a planning input an offset column pins (MiniMalloc's fixed buffers).
+  EXPECT_EQ(x.fixed_offset, std::optional<Offset>(32));
+  EXPECT_FALSE(list.problem.buffers[1].fixed_offset);
 }
 
 TEST(Csv, HeaderOnlyIsAnEmptyList) {
@@ -91,14 +92,19 @@ TEST(Csv, ErrorsNameFileLineAndColumn) {
   EXPECT_EQ(errorOf(h + "a,0,1,4,5\n"), "b.csv:2: expected 4 cells, got 5");
   EXPECT_EQ(errorOf("id,lower,upper\n"), "b.csv:1: missing column 'size'");
   EXPECT_EQ(errorOf("id,lower,upper,size,colour\n"),
-            "b.csv:1: unknown column 'colour' (expected id, lower, upper, size, alignment, offset)");
+            "b.csv:1: unknown column 'colour' (expected id, lower, upper, size, alignment, hint, "
+            "gaps, offset; or MiniMalloc's buffer, buffer_id, start, begin, end)");
   EXPECT_EQ(errorOf("id,lower,upper,size,id\n"), "b.csv:1: duplicate column 'id'");
-  EXPECT_EQ(errorOf("id,lower,upper,size,alignment\na,0,1,4,3\n"),
-            "b.csv:2: column 'alignment': expected a power of two, got '3'");
   EXPECT_EQ(errorOf("id,lower,upper,size,alignment\na,0,1,4,0\n"),
-            "b.csv:2: column 'alignment': expected a power of two, got '0'");
+            "b.csv:2: column 'alignment': expected a positive integer, got '0'");
+  EXPECT_EQ(errorOf("id,lower,upper,size,alignment\na,0,1,4,1073741825\n"),
+            "b.csv:2: column 'alignment': 1073741825 is above the limit of 1073741824");
   EXPECT_EQ(errorOf("id,lower,upper,size,offset\na,0,1,4,4611686018427387903\n"),
             "b.csv:2: column 'offset': offset + size is above the limit of 4611686018427387904");
+  // Bytes that are not printable UTF-8 are escaped, never echoed raw.
+  EXPECT_EQ(errorOf("id,lower,upper,size,\xff\x01\xc3\xa9t\xc3\n"),
+            "b.csv:1: unknown column '\\xff\\x01\xc3\xa9t\\xc3' (expected id, lower, upper, size, "
+            "alignment, hint, gaps, offset; or MiniMalloc's buffer, buffer_id, start, begin, end)");
   EXPECT_EQ(errorOf(h + "a\x01" "b,0,1,x\n"),
             "b.csv:2: column 'size': expected a non-negative integer, got 'x'");
   EXPECT_EQ(errorOf(h + "a,0,1," + std::string(60, '9') + "z\n"),
@@ -121,8 +127,9 @@ TEST(Csv, WrittenSolutionReadsBackWithOffsets) {
     EXPECT_EQ(back.problem.buffers[i].end, list.problem.buffers[i].end);
     EXPECT_EQ(back.problem.buffers[i].size, list.problem.buffers[i].size);
   }
-  // Without offsets: the bare problem.
-  EXPECT_EQ(writeMiniMallocCsv(list, {}), "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n");
+  // Without a solution: the problem, its pins included.
+  EXPECT_EQ(writeMiniMallocCsv(list, {}),
+            "id,lower,upper,size,offset\nb1,0,3,4,99\nb2,3,9,4,\nb3,0,9,4,7\n");
 }
 
 TEST(Csv, WriterKeepsAlignmentAndRejectsUnwritableIds) {

@@ -381,8 +381,8 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
 }
 
 TEST(GraphJson, ModelValidationErrorsNameTheFile) {
-  EXPECT_EQ(errorOf(file(R"({"name": "a", "nbytes": 4, "alignment": 3})", kG)),
-            "g.json: m: tensor 0 'a': alignment 3 is not a power of two <= 2^30");
+  EXPECT_EQ(errorOf(file(R"({"name": "a", "nbytes": 4, "alignment": 2147483648})", kG)),
+            "g.json: m: tensor 0 'a': alignment 2147483648 is above the limit of 2^30");
   EXPECT_EQ(errorOf(file(kT, kG + R"(, {"name": "orphan"})")),
             "g.json: m: graph 1 'orphan': subgraph without a valid parent graph");
 }

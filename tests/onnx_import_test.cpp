@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -602,8 +603,10 @@ TEST(OnnxImport, BindingErrors) {
   };
   ImportOptions none;
   const std::string unknown = message(none);
-  EXPECT_NE(unknown.find("vc.onnx: cannot size 6 tensors: x float32[N,3] from graph input; a "),
-            std::string::npos)
+  // It leads with what to bind, then lists what it cannot size.
+  EXPECT_EQ(unknown.rfind("vc.onnx: cannot size 6 tensors; bind input 'x' [N,3] (symbols N); unsized: "
+                          "x float32[N,3] from graph input; a ", 0),
+            0u)
       << unknown;
   EXPECT_NE(unknown.find("--dim SYMBOL=VALUE"), std::string::npos);
   ImportOptions bad_input;
@@ -612,6 +615,9 @@ TEST(OnnxImport, BindingErrors) {
   ImportOptions bad_rank;
   bad_rank.input_shapes = {{"x", {1, 3, 1}}};
   EXPECT_EQ(message(bad_rank), "vc.onnx: --input-shape: input 'x' has rank 2, got 3 dims");
+  ImportOptions fixed;  // x's second dimension is 3 in the model
+  fixed.input_shapes = {{"x", {1, 4}}};
+  EXPECT_EQ(message(fixed), "vc.onnx: --input-shape: input 'x' dim 1 is fixed at 3 by the model, got 4");
   ImportOptions bad_dim;
   bad_dim.dims = {{"M", 2}};
   EXPECT_EQ(message(bad_dim), "vc.onnx: --dim: no dimension named 'M' (symbols: N)");
@@ -621,6 +627,42 @@ TEST(OnnxImport, BindingErrors) {
   EXPECT_EQ(named(m, "x").nbytes, 1000u);
   EXPECT_EQ(named(m, "c").nbytes, 1u);
   EXPECT_EQ(named(m, "shape").nbytes, 16u);
+}
+
+// What ONNX's own shape inference says when it cannot type a node is shown
+// (its first line) after the list of tensors it left unsized.
+TEST(OnnxImport, ShapeInferenceErrorsAreShown) {
+  ox::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  setType(g->add_input(), "x", 1, {"2", "3"});
+  setType(g->add_input(), "y", 1, {"4", "5"});
+  addNode(g, "Add", {"x", "y"}, {"z"})->set_name("add");
+  g->add_output()->set_name("z");
+  try {
+    importOnnx(m.SerializeAsString(), "add.onnx", {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("add.onnx: cannot size 1 tensor: z ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("; ONNX shape inference: "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Incompatible dimensions"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+// Tensors sized by --unknown-size-bytes are counted and named in a warning.
+TEST(OnnxImport, GuessedSizesAreAWarning) {
+  const auto dir = test::tempDir("onnx-guess");
+  const std::string path = (dir / "vc.onnx").string();
+  std::ofstream(path, std::ios::binary) << viewAndCaptureModel();
+  const auto r = test::runCli("plan -q '" + path + "' --unknown-size-bytes 1000");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "memplan: warning: 6 tensors of unknown size planned at --unknown-size-bytes 1000: 'x', 'a', "
+            "'r', 'then_branch_out', 'else_branch_out' and 1 more (the runtime must not exceed it)\n");
 }
 
 TEST(OnnxImport, MalformedModelsAreInputErrors) {

@@ -78,6 +78,12 @@ struct Tensor {
   TensorId alias_of = kNone;
   bool dynamic_unbound = false;      // size unknown: the runtime allocates it
   GraphId graph = 0;                 // graph that owns (declares) the tensor
+  // Windows in which the tensor holds no bytes (or, with a window, only
+  // those bytes): while nodes [start, end) of its graph run (Gap in node
+  // indices; the lifetime stage turns them into steps). Its content after
+  // a gap is written anew. Sorted, disjoint; only on tensors that neither
+  // alias nor are aliased, never at a node that uses them.
+  std::vector<Gap> gaps;
 };
 
 enum class NodeKind : std::uint8_t {
@@ -118,7 +124,8 @@ struct Model {
 
 // Throws InputError naming the first problem: dangling ids, alias cycles,
 // aliases across devices, subgraph cycles, sizes above kMaxBytes,
-// alignment that is not a power of two.
+// alignment above 2^30, gaps that are unsorted, overlapping, outside a
+// window's bytes, or on a tensor that aliases another.
 void validateModel(const Model& model);
 
 }  // namespace memplan

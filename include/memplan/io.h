@@ -29,13 +29,19 @@ struct SpecList {
 };
 SpecList readSpecListJson(std::string_view text, const std::string& source_name);
 
-// ---- MiniMalloc CSV: id,lower,upper,size[,alignment][,offset] ----
+// ---- MiniMalloc CSV: id,lower,upper,size[,alignment][,hint][,gaps][,offset] ----
+// Also MiniMalloc's other column names (buffer, buffer_id, start, begin, and
+// end: an inclusive upper bound). An `offset` column pins buffers
+// (Buffer::fixed_offset) when the list is planned; a solution file's
+// `offset` column is the solution (memplan::readPlan).
 struct BufferList {
   std::vector<std::string> ids;      // as written in the file
   PoolProblem problem;               // lifetimes half-open [lower, upper)
   std::vector<std::optional<Offset>> offsets;  // `offset` column, if any
 };
 BufferList readMiniMallocCsv(std::string_view text, const std::string& source_name);
+// Writes the list (hint and gaps columns when any buffer has them) with
+// `offsets` as the offset column; with no offsets, the pins, if any.
 std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>& offsets);
 
 // ---- plan JSON (docs/plan-format.md) ----

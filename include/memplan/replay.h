@@ -77,6 +77,11 @@ ReplayResult replayPlan(const Model& model, const Plan& plan,
 // spec is written at its first step and read at its last; writes of a step
 // come before its reads (lifetimes are closed). A ShareWith spec may
 // overwrite its inplace_base. The pools' reserved prefixes must survive.
+// A spec with gaps is written and read piece by piece (in a gap it holds its
+// window, or nothing). `plan_options` are the options the plan was made with
+// (capacities are checked as the verifier checks them).
 ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options = {});
+ReplayResult replaySpecs(const GraphPlan& plan, const PlanOptions& plan_options,
+                         const ReplayOptions& options = {});
 
 }  // namespace memplan

@@ -44,11 +44,18 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Planning is impossible as asked (e.g. a pool's capacity is exceeded).
-// Maps to exit code 2 as well: the request, not the tool, is wrong.
+// Planning is impossible as asked. Maps to exit code 2: the request, not
+// the tool, is wrong.
 class PlanError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The plan does not fit: a pool's capacity cannot be met (with no pool left
+// to spill to). Maps to exit code 3 ("does not fit"), apart from bad input.
+class CapacityError : public PlanError {
+ public:
+  using PlanError::PlanError;
 };
 
 // Overflow-checked arithmetic; nullopt when the result exceeds kMaxBytes.

@@ -4,7 +4,9 @@
 // planned specs alive at the same step may share a byte (a ShareWith pair
 // excepted); every allocation must lie inside its pool and after the pool's
 // reserved prefix, and be aligned. Inputs, outputs and mutable buffers must
-// be planned exactly as the options say. Recurses into control-flow bodies.
+// be planned exactly as the options say, and stay within the capacities the
+// options give (PlanOptions::capacities). A spec with gaps holds, in each
+// gap, only its window (or nothing). Recurses into control-flow bodies.
 #pragma once
 
 #include <string>

@@ -18,6 +18,7 @@ namespace memplan::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitVerifyFailed = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitDoesNotFit = 3;   // a capacity cannot be met (CapacityError)
 
 // What a user can say about how to read an input file.
 struct InputFlags {
@@ -30,7 +31,22 @@ struct InputFlags {
   // recorded, for verify and replay): a flag given replaces its field.
   ImportOptions toImportOptions(const ImportOptions& base = {}) const;
   void addTo(CLI::App& app);
+  // Throws InputError when a flag given does not apply to this kind of
+  // input (--input-shape on a TFLite model, --dim on a CSV, ...).
+  void checkApplies(InputKind kind, const std::string& path) const;
+  // Reads `path` with these flags on top of `base`, after checkApplies.
+  Input read(const std::string& path, const ImportOptions& base = {}) const;
 };
+
+// What planning a model left to the runtime or guessed, as warnings: tensors
+// sized by --unknown-size-bytes, tensors left unplanned (strings,
+// sequences, unbound shapes). Each says how many and names the first few.
+std::vector<std::string> inputWarnings(const Input& input);
+
+// Refuses an output path whose extension memplan cannot write: `allowed`
+// like {".json", ".csv"}; `flag` names it in the message.
+void checkOutputExtension(const std::string& path, const std::vector<std::string>& allowed,
+                          const std::string& flag);
 
 // What a user can say about how to plan.
 struct PlanFlags {
@@ -68,9 +84,13 @@ std::string embeddedPlanSummary(const Input& in);
 
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);
+// Prints each warning on its own line ("memplan: warning: ...").
+void printEachWarning(const std::vector<std::string>& warnings);
 
 // "256KiB", "1MiB", "4096" -> bytes; throws InputError naming `what`.
 Bytes parseBytes(const std::string& text, const std::string& what);
+// --capacity MEM_ID=BYTES flags into `out` (index = mem_id).
+void parseCapacities(const std::vector<std::string>& flags, std::vector<std::optional<Bytes>>& out);
 
 // A subcommand and what running it does (returns the exit code).
 struct Command {

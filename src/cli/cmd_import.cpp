@@ -22,7 +22,9 @@ Command addImportCommand(CLI::App& app) {
   sub->add_option("-o,--output", cmd->output, "Graph JSON to write (default: stdout)");
   cmd->flags.addTo(*sub);
   return {sub, [cmd] {
-            const Input in = readInput(cmd->input, cmd->flags.toImportOptions());
+            if (!cmd->output.empty()) checkOutputExtension(cmd->output, {".json"}, "-o");
+            const Input in = cmd->flags.read(cmd->input);
+            printEachWarning(inputWarnings(in));
             if (!in.model)
               throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
                                            cmd->input));

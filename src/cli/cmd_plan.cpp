@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.h"
+#include "io/text.h"
 #include "memplan/progress.h"
 #include "memplan/report.h"
 
@@ -29,8 +30,18 @@ struct PlanCommand {
   RuntimeFlags runtime;
 
   int run() {
-    const Input in = readInput(input, input_flags.toImportOptions());
+    // Contradictions first, before any work.
+    if (!output.empty()) checkOutputExtension(output, {".json", ".csv"}, "-o");
+    if (!compare.empty() && html.empty())
+      throw InputError("--compare " + compare + " shows a second plan in the HTML viewer: it needs --html FILE");
+    if (!compare.empty() && !findAlgorithmInfo(compare)) {
+      const std::string guess = closest(compare, algorithmNames());
+      throw InputError(fmt::format("--compare: unknown algorithm '{}'{} (`memplan algorithms` lists them)",
+                                   compare, guess.empty() ? "" : "; did you mean " + guess + "?"));
+    }
     const PlanRequest request = plan_flags.toRequest();
+    const Input in = input_flags.read(input);
+    printEachWarning(inputWarnings(in));
     Plan plan;
     {
       // A status line on a terminal for searches that run over ~1 s.
@@ -104,7 +115,7 @@ Command addPlanCommand(CLI::App& app) {
                   "Model (.onnx, .tflite), memplan graph (.json), ExecuTorch spec list (.json) "
                   "or MiniMalloc buffer list (.csv)")
       ->required();
-  sub->add_option("-o,--output", cmd->output, "Write the plan: OUT.json (plan JSON) or OUT.csv (one pool)");
+  sub->add_option("-o,--output", cmd->output, "Write the plan: OUT.json (plan JSON) or OUT.csv (MiniMalloc CSV, one pool)");
   cmd->plan_flags.addTo(*sub);
   cmd->input_flags.addTo(*sub);
   sub->add_flag("--json", cmd->json, "Print the report as JSON");

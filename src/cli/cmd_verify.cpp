@@ -15,6 +15,7 @@ struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
   bool allow_pinned_overlap = false;
+  std::vector<std::string> capacities;  // MEM_ID=BYTES, replacing the plan's
   bool force = false;
 
   struct Loaded {
@@ -38,11 +39,13 @@ struct CheckCommand {
       recorded = made.import_options;
       source = made.source;
     }
-    Loaded l{readInput(input, input_flags.toImportOptions(recorded)), {}};
+    Loaded l{input_flags.read(input, recorded), {}};
     if (source && !force) checkSameSource(*source, l.input, plan_path);
     l.plan = readPlan(text, plan_path, l.input);
     // Pinned tensors may overlap when asked (not recorded in plan files).
     l.plan.options.allow_pinned_overlap = allow_pinned_overlap;
+    // Capacities given here are checked (as well as those the plan records).
+    parseCapacities(capacities, l.plan.options.capacities);
     return l;
   }
 
@@ -85,6 +88,8 @@ struct CheckCommand {
     sub->add_flag("--allow-pinned-overlap", allow_pinned_overlap,
                   "Accept pinned tensors that share bytes while alive");
     sub->add_flag("--force", force, "Check the plan even if it was made from another file");
+    sub->add_option("--capacity", capacities,
+                    "Pool capacity the plan must keep: MEM_ID=BYTES, e.g. 1=256KiB (repeatable)");
     return sub;
   }
 };

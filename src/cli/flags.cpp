@@ -1,11 +1,14 @@
 // Flags shared by the commands, and what they mean to the library.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "io/text.h"
 #include "memplan/limits.h"
 
 namespace memplan::cli {
@@ -32,9 +35,97 @@ std::pair<std::string, std::string> splitAssignment(const std::string& text, con
 
 void printWarnings(const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
-  std::fprintf(stderr, "memplan: warning: %s", warnings.front().c_str());
+  std::fprintf(stderr, "memplan: warning: %s", printable(warnings.front(), 4000).c_str());
   if (warnings.size() > 1) std::fprintf(stderr, " (and %zu more like it)", warnings.size() - 1);
   std::fprintf(stderr, "\n");
+}
+
+void printEachWarning(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "memplan: warning: %s\n", printable(w, 4000).c_str());
+}
+
+namespace {
+
+const char* kindName(InputKind kind) {
+  switch (kind) {
+    case InputKind::GraphJson: return "a memplan graph JSON";
+    case InputKind::SpecList: return "an ExecuTorch spec list";
+    case InputKind::Csv: return "a MiniMalloc CSV buffer list";
+    case InputKind::Onnx: return "an ONNX model";
+    case InputKind::Tflite: return "a TFLite model";
+  }
+  return "an input";
+}
+
+// "a, b, c and 4 more": the first few names of a list.
+std::string firstFew(const std::vector<std::string>& names, std::size_t few = 5) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < few; ++i)
+    out += (i ? ", " : "") + ("'" + names[i] + "'");
+  if (names.size() > few) out += fmt::format(" and {} more", names.size() - few);
+  return out;
+}
+
+}  // namespace
+
+void InputFlags::checkApplies(InputKind kind, const std::string& path) const {
+  const auto refuse = [&](const char* flag, const char* applies) {
+    throw InputError(fmt::format("{} applies to {} only; {} is {}", flag, applies, path, kindName(kind)));
+  };
+  if (kind != InputKind::Onnx) {
+    if (!input_shapes.empty()) refuse("--input-shape", "ONNX models");
+    if (!dims.empty()) refuse("--dim", "ONNX models");
+    if (alias_views) refuse("--alias-views", "ONNX models");
+    if (no_alias_views) refuse("--no-alias-views", "ONNX models");
+  }
+  if (kind != InputKind::Onnx && kind != InputKind::Tflite && !unknown_size_bytes.empty())
+    refuse("--unknown-size-bytes", "ONNX and TFLite models");
+}
+
+Input InputFlags::read(const std::string& path, const ImportOptions& base) const {
+  const std::string bytes = readFile(path);
+  checkApplies(detectInputKind(path, bytes), path);
+  return readInput(bytes, path, toImportOptions(base));
+}
+
+std::vector<std::string> inputWarnings(const Input& input) {
+  std::vector<std::string> out;
+  if (!input.model) return out;
+  const Model& m = *input.model;
+  const Bytes guess = input.import_options.unknown_size_bytes;
+  std::vector<std::string> guessed, unplanned;
+  for (const Tensor& t : m.tensors) {
+    if (t.kind == TensorKind::Constant) continue;
+    if (t.dynamic_unbound) {
+      unplanned.push_back(t.name);
+      continue;
+    }
+    // Sized by the flag: no size from shape and dtype, the flag's bytes.
+    if (guess > 0 && t.nbytes == guess && !denseBytes(t.shape, t.dtype)) guessed.push_back(t.name);
+  }
+  if (!guessed.empty())
+    out.push_back(fmt::format("{} tensor{} of unknown size planned at --unknown-size-bytes {}: {} "
+                              "(the runtime must not exceed it)",
+                              guessed.size(), guessed.size() == 1 ? "" : "s", guess, firstFew(guessed)));
+  if (!unplanned.empty())
+    out.push_back(fmt::format("{} tensor{} left unplanned (strings, sequences or sizes known only at "
+                              "run time; the runtime allocates {}): {}",
+                              unplanned.size(), unplanned.size() == 1 ? "" : "s",
+                              unplanned.size() == 1 ? "it" : "them", firstFew(unplanned)));
+  return out;
+}
+
+void checkOutputExtension(const std::string& path, const std::vector<std::string>& allowed,
+                          const std::string& flag) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (std::find(allowed.begin(), allowed.end(), ext) != allowed.end()) return;
+  std::string list;
+  for (std::size_t i = 0; i < allowed.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+  throw InputError(fmt::format("{} {}: memplan writes {} files{}", flag, path, list,
+                               ext.empty() ? " (no extension given)" : ", not " + ext));
 }
 
 Bytes parseBytes(const std::string& text, const std::string& what) {
@@ -53,8 +144,13 @@ Bytes parseBytes(const std::string& text, const std::string& what) {
       break;
     }
   }
-  const std::int64_t value = parseInt(number, what);
-  auto bytes = value < 0 ? std::nullopt : checkedMul(static_cast<Bytes>(value), unit);
+  std::int64_t value = 0;
+  const char* end = number.data() + number.size();
+  const auto [ptr, ec] = std::from_chars(number.data(), end, value);
+  if (number.empty() || ptr != end || ec == std::errc::invalid_argument)
+    throw InputError(fmt::format("{}: expected a byte count like 4096, 256KiB or 1MiB (units B, KB, "
+                                 "MB, GB, KiB, MiB, GiB), got '{}'", what, text));
+  auto bytes = value < 0 || ec != std::errc() ? std::nullopt : checkedMul(static_cast<Bytes>(value), unit);
   if (!bytes) throw InputError(fmt::format("{}: '{}' is not a byte size in [0, 2^62]", what, text));
   return *bytes;
 }
@@ -129,6 +225,18 @@ void PlanFlags::addTo(CLI::App& app) {
                "may overlap on purpose); plan the rest around them");
 }
 
+void parseCapacities(const std::vector<std::string>& flags, std::vector<std::optional<Bytes>>& out) {
+  for (const std::string& c : flags) {
+    const auto eq = c.find('=');
+    if (eq == std::string::npos) throw InputError("--capacity: expected MEM_ID=BYTES, got '" + c + "'");
+    const auto id = parseBytes(c.substr(0, eq), "--capacity mem_id");
+    if (id < 1 || id > limits::kMaxMemId)
+      throw InputError(fmt::format("--capacity: mem_id must be in [1, {}], got '{}'", limits::kMaxMemId, c));
+    if (out.size() <= id) out.resize(id + 1);
+    out[id] = parseBytes(c.substr(eq + 1), "--capacity " + c.substr(0, eq));
+  }
+}
+
 PlanRequest PlanFlags::toRequest() const {
   PlanRequest r;
   r.algorithm = algorithm;
@@ -138,15 +246,7 @@ PlanRequest PlanFlags::toRequest() const {
   r.options.alloc_graph_output = !no_plan_outputs;
   r.options.alloc_mutable_buffers = !no_plan_mutable;
   r.options.per_device = per_device;
-  for (const std::string& c : capacities) {
-    const auto eq = c.find('=');
-    if (eq == std::string::npos) throw InputError("--capacity: expected MEM_ID=BYTES, got '" + c + "'");
-    const auto id = parseBytes(c.substr(0, eq), "--capacity mem_id");
-    if (id < 1 || id > limits::kMaxMemId)
-      throw InputError(fmt::format("--capacity: mem_id must be in [1, {}], got '{}'", limits::kMaxMemId, c));
-    if (r.options.capacities.size() <= id) r.options.capacities.resize(id + 1);
-    r.options.capacities[id] = parseBytes(c.substr(eq + 1), "--capacity " + c.substr(0, eq));
-  }
+  parseCapacities(capacities, r.options.capacities);
   r.options.spill_order = spill_order;
   r.options.allow_pinned_overlap = allow_pinned_overlap;
   r.params.effort = effort;

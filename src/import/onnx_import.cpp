@@ -44,6 +44,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -1302,8 +1303,14 @@ class OnnxImporter {
              " dims");
       std::vector<std::string> symbols(shape.size());
       if (tt->has_shape())
-        for (std::size_t i = 0; i < shape.size(); ++i)
-          symbols[i] = tt->shape().dim(static_cast<int>(i)).dim_param();
+        for (std::size_t i = 0; i < shape.size(); ++i) {
+          const auto& d = tt->shape().dim(static_cast<int>(i));
+          symbols[i] = d.dim_param();
+          // A dimension the model fixes cannot be rebound.
+          if (d.has_dim_value() && d.dim_value() >= 0 && shape[i] >= 0 && d.dim_value() != shape[i])
+            fail("--input-shape: input '" + name + "' dim " + std::to_string(i) + " is fixed at " +
+                 std::to_string(d.dim_value()) + " by the model, got " + std::to_string(shape[i]));
+        }
       tt->mutable_shape()->clear_dim();
       for (std::size_t i = 0; i < shape.size(); ++i) {
         if (shape[i] < 0)
@@ -1692,14 +1699,65 @@ class OnnxImporter {
       return;
     }
     std::string msg = "cannot size " + std::to_string(unknown_.size()) + " tensor" +
-                      (unknown_.size() == 1 ? "" : "s") + ": ";
+                      (unknown_.size() == 1 ? "" : "s");
+    // What to bind first: inputs whose shape is not fully known.
+    const std::string unbound = unboundInputs();
+    msg += unbound.empty() ? ": " : "; bind " + unbound + "; unsized: ";
     for (std::size_t i = 0; i < unknown_.size() && i < kMaxListed; ++i)
       msg += (i ? "; " : "") + unknown_[i].why;
     if (unknown_.size() > kMaxListed)
       msg += "; and " + std::to_string(unknown_.size() - kMaxListed) + " more";
     msg += " (bind dimensions with --input-shape NAME=DIMS or --dim SYMBOL=VALUE, "
            "or plan them at an upper bound with --unknown-size-bytes N)";
+    if (const std::string why = strictInferenceError(); !why.empty())
+      msg += "; ONNX shape inference: " + why;
     fail(msg);
+  }
+
+  // "input 'x' float32[N,3,H,W] (--input-shape x=... or --dim N=...)", for
+  // each main-graph input with a dimension not known (at most a few).
+  std::string unboundInputs() const {
+    std::string out;
+    std::size_t listed = 0, more = 0;
+    std::set<std::string> initializers;
+    for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
+    for (const auto& vi : model_.graph().input()) {
+      if (initializers.count(vi.name()) || !vi.type().has_tensor_type()) continue;
+      const ShapeInfo shape = shapeOf(vi.type().tensor_type());
+      if (shape.complete()) continue;
+      if (listed == 3) {
+        ++more;
+        continue;
+      }
+      std::string symbols;
+      for (const std::string& t : shape.text)
+        if (t != "?" && !std::isdigit(static_cast<unsigned char>(t[0])))
+          symbols += (symbols.empty() ? "" : ", ") + t;
+      std::string dims;
+      for (const std::string& t : shape.text) dims += (dims.empty() ? "" : ",") + t;
+      out += std::string(listed ? ", " : "") + "input '" + vi.name() + "' [" +
+             (shape.has_shape ? dims : std::string("rank unknown")) + "]" +
+             (symbols.empty() ? "" : " (symbols " + symbols + ")");
+      ++listed;
+    }
+    if (more) out += " and " + std::to_string(more) + " more inputs";
+    return out;
+  }
+
+  // The first error ONNX shape inference reports in strict mode (the normal
+  // run skips nodes it cannot type), as one line; "" if none.
+  std::string strictInferenceError() const {
+    ox::ModelProto strict = typed_;
+    ox::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/1,
+                                   /*enable_data_propagation=*/true);
+    try {
+      ox::shape_inference::InferShapes(strict, ox::OpSchemaRegistry::Instance(), opts);
+    } catch (const std::exception& e) {
+      return firstLine(e.what());
+    } catch (...) {
+      return "unknown error";
+    }
+    return "";
   }
 
   // Pure view ops share their input's bytes. Only an activation of the same

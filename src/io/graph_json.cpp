@@ -168,7 +168,7 @@ class Reader : public jsontext::Fields {
   void readTensor(const json& v, std::size_t i, Tensor& t) const {
     const std::string at = item("tensors", i);
     knownKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
-                      "offset", "kind", "alias", "dynamic_unbound", "graph"});
+                      "offset", "kind", "alias", "dynamic_unbound", "graph", "gaps"});
     if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
       fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
     t.name = v["name"].get<std::string>();
@@ -236,6 +236,37 @@ class Reader : public jsontext::Fields {
       if (t.alias_of == static_cast<TensorId>(i)) fail(aat + ".of", "a tensor cannot alias itself");
     }
     if (v.contains("graph")) t.graph = graphRef(v["graph"], at + ".graph");
+    if (v.contains("gaps")) readGaps(v["gaps"], at + ".gaps", t);
+  }
+
+  // [{"nodes": [from, to]}, {"nodes": [from, to], "bytes": [lo, hi]}]; the
+  // order and the bounds are checked by validateModel.
+  void readGaps(const json& v, const std::string& at, Tensor& t) const {
+    const json& list = array(v, at, kMaxNodes);
+    t.gaps.reserve(list.size());
+    // [a, b] with a < b (node steps) or a <= b (bytes).
+    const auto pair = [&](const json& p, const std::string& pat, std::uint64_t max, bool strict) {
+      array(p, pat, 2);
+      if (p.size() != 2) fail(pat, "expected two integers, got " + oneLine(p.dump(), 40));
+      const std::uint64_t a = unsignedInt(p[0], item(pat, 0), max);
+      const std::uint64_t b = unsignedInt(p[1], item(pat, 1), max);
+      if (strict ? a >= b : a > b)
+        fail(pat, std::string(strict ? "expected [from, to) with from < to" : "expected [lo, hi) with lo <= hi") +
+                      ", got " + oneLine(p.dump(), 40));
+      return std::pair<std::uint64_t, std::uint64_t>{a, b};
+    };
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string gat = item(at, i);
+      object(list[i], gat);
+      knownKeys(list[i], gat, {"nodes", "bytes"});
+      if (!list[i].contains("nodes")) fail(gat, "missing 'nodes'");
+      Gap g;
+      const auto [from, to] = pair(list[i]["nodes"], gat + ".nodes", kMaxNodes, true);
+      g.start = static_cast<TimeValue>(from);
+      g.end = static_cast<TimeValue>(to);
+      if (list[i].contains("bytes")) g.window = pair(list[i]["bytes"], gat + ".bytes", kMaxBytes, false);
+      t.gaps.push_back(g);
+    }
   }
 
   static std::optional<NodeKind> nodeKind(std::string_view s) {

@@ -87,6 +87,15 @@ std::string writeGraphJson(const Model& m) {
       j["alias"] = ojson{{"kind", aliasKindName(t.alias)}, {"of", tref(t.alias_of)}};
     if (t.dynamic_unbound) j["dynamic_unbound"] = true;
     if (t.graph != 0) j["graph"] = gref(t.graph);
+    if (!t.gaps.empty()) {
+      ojson gaps = ojson::array();
+      for (const Gap& g : t.gaps) {
+        ojson gap{{"nodes", {g.start, g.end}}};
+        if (g.window) gap["bytes"] = {g.window->first, g.window->second};
+        gaps.push_back(std::move(gap));
+      }
+      j["gaps"] = std::move(gaps);
+    }
     out += i ? ",\n    " : "\n    ";
     out += dump(j);
   }

@@ -1,27 +1,50 @@
 // MiniMalloc CSV buffer lists (docs/graph-format.md, "Buffer lists").
 //
-//   id,lower,upper,size[,alignment][,offset]     header, columns in any order
-//   b1,0,3,4                                     one buffer a row
+//   id,lower,upper,size[,alignment][,hint][,gaps][,offset]   columns in any order
+//   b1,0,3,4                                                 one buffer a row
 //
-// The lifetime is half-open [lower, upper) and becomes Buffer{start = lower,
-// end = upper}. An `offset` column is a previous solution: it is kept in
-// BufferList::offsets, never turned into pinned offsets (the caller decides
-// whether to verify it or to plan afresh). Blank lines, CRLF line ends,
-// spaces around cells and a UTF-8 byte order mark are accepted.
+// Read as MiniMalloc's converter reads them: `buffer` and `buffer_id` name
+// the id column, `start` and `begin` the lower one; an `end` column is an
+// inclusive upper bound (upper = end + 1, gap ends too). The lifetime is
+// half-open [lower, upper) and becomes Buffer{start = lower, end = upper}.
+// An `offset` column pins buffers (Buffer::fixed_offset), as MiniMalloc's
+// solver does; the column is also kept in BufferList::offsets, where a
+// solution file's offsets are read from. `hint` is a preferred offset (-1 or
+// empty: none). `gaps` lists windows "L-U" (no bytes held in [L, U)) or
+// "L-U@lo:hi" (only bytes [lo, hi) held), separated by spaces; gaps are
+// clipped to the lifetime (MiniMalloc accepts them outside it, where they
+// mean nothing) and must not overlap. Blank lines, CRLF line ends, spaces
+// around cells and a UTF-8 byte order mark are accepted.
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string>
 #include <unordered_set>
 
+#include "io/text.h"
 #include "memplan/io.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
 
-enum Column { kId, kLower, kUpper, kSize, kAlignment, kOffset, kColumns };
-constexpr const char* kColumnNames[kColumns] = {"id", "lower", "upper",
-                                                "size", "alignment", "offset"};
+enum Column { kId, kLower, kUpper, kSize, kAlignment, kHint, kGaps, kOffset, kColumns };
+constexpr const char* kColumnNames[kColumns] = {"id",   "lower", "upper", "size",
+                                                "alignment", "hint", "gaps", "offset"};
+
+// Header names MiniMalloc reads, and the column each one is.
+struct HeaderName {
+  std::string_view name;
+  Column column;
+  bool inclusive_end = false;
+};
+constexpr HeaderName kHeaderNames[] = {
+    {"id", kId},         {"buffer", kId},       {"buffer_id", kId},
+    {"lower", kLower},   {"start", kLower},     {"begin", kLower},
+    {"upper", kUpper},   {"end", kUpper, true}, {"size", kSize},
+    {"alignment", kAlignment}, {"hint", kHint}, {"gaps", kGaps},
+    {"offset", kOffset},
+};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -30,14 +53,9 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// A cell as it may be shown in a one-line message: printable, at most 40 chars.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 40))
-    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (s.size() > 40) out += "...";
-  return out;
-}
+// A cell as it may be shown in a one-line message: at most 40 bytes,
+// escaped where not printable UTF-8.
+std::string shown(std::string_view s) { return printable(s, 40); }
 
 // Splits on commas; no quoting (MiniMalloc writes none).
 void splitCells(std::string_view line, std::vector<std::string_view>& cells) {
@@ -48,6 +66,16 @@ void splitCells(std::string_view line, std::vector<std::string_view>& cells) {
     if (comma == std::string_view::npos) return;
     line.remove_prefix(comma + 1);
   }
+}
+
+// A non-negative decimal integer spanning all of `s`, at most `max`.
+enum class Parse { Ok, NotANumber, TooBig };
+Parse parseUnsigned(std::string_view s, std::uint64_t max, std::uint64_t& v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size())
+    return Parse::NotANumber;
+  if (ec == std::errc::result_out_of_range || v > max) return Parse::TooBig;
+  return Parse::Ok;
 }
 
 class Reader {
@@ -85,36 +113,52 @@ class Reader {
         fail("expected " + std::to_string(width_) + " cells, got " +
              std::to_string(cells.size()));
 
-      const std::string_view id = cells[static_cast<std::size_t>(column_[kId])];
-      if (id.empty()) fail("column 'id': empty");
+      const std::string_view id = cell(cells, kId);
+      if (id.empty()) fail(columnLabel(kId) + ": empty");
       if (!seen.insert(id).second) fail("duplicate id '" + shown(id) + "'");
 
       Buffer b;
       b.id = static_cast<BufferId>(list.problem.buffers.size());
       b.name = std::string(id);
       const std::uint64_t lower = number(cells, kLower, kMaxTime);
-      const std::uint64_t upper = number(cells, kUpper, kMaxTime);
-      if (upper <= lower)
-        fail("upper " + std::to_string(upper) + " must be greater than lower " +
-             std::to_string(lower) + " (the lifetime is [lower, upper))");
+      const std::uint64_t upper_cell = number(cells, kUpper, kMaxTime - inclusive_);
+      const std::uint64_t upper = upper_cell + inclusive_;
+      if (upper <= lower) {
+        if (inclusive_)
+          fail(header_[kUpper] + " " + std::to_string(upper_cell) + " must be at least " +
+               header_[kLower] + " " + std::to_string(lower) + " (the lifetime is [" +
+               header_[kLower] + ", " + header_[kUpper] + "], " + header_[kUpper] + " inclusive)");
+        fail(header_[kUpper] + " " + std::to_string(upper) + " must be greater than " +
+             header_[kLower] + " " + std::to_string(lower) + " (the lifetime is [" +
+             header_[kLower] + ", " + header_[kUpper] + "))");
+      }
       b.start = static_cast<TimeValue>(lower);
       b.end = static_cast<TimeValue>(upper);
       b.size = number(cells, kSize, kMaxBytes);
       b.nbytes = b.size;
       if (column_[kAlignment] >= 0 && !cell(cells, kAlignment).empty()) {
-        b.alignment = number(cells, kAlignment, kMaxBytes);
-        if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0)
-          fail("column 'alignment': expected a power of two, got '" +
-               shown(cell(cells, kAlignment)) + "'");
+        b.alignment = number(cells, kAlignment, limits::kMaxAlignment);
+        if (b.alignment == 0)
+          fail(columnLabel(kAlignment) + ": expected a positive integer, got '0'");
       }
+      if (column_[kHint] >= 0) {
+        // Empty or negative (MiniMalloc writes -1): no hint.
+        const std::string_view h = cell(cells, kHint);
+        std::uint64_t ignored = 0;
+        const bool negative = h.size() > 1 && h[0] == '-' &&
+                              parseUnsigned(h.substr(1), kMaxTime, ignored) == Parse::Ok;
+        if (!h.empty() && !negative) b.hint = number(cells, kHint, kMaxBytes);
+      }
+      if (column_[kGaps] >= 0) b.gaps = gaps(cell(cells, kGaps), b);
       if (has_offset) {
         std::optional<Offset> offset;
         if (!cell(cells, kOffset).empty()) {
           offset = number(cells, kOffset, kMaxBytes);
           if (!checkedAdd(*offset, b.size))
-            fail("column 'offset': offset + size is above the limit of " +
+            fail(columnLabel(kOffset) + ": offset + size is above the limit of " +
                  std::to_string(kMaxBytes));
         }
+        b.fixed_offset = offset;
         list.offsets.push_back(offset);
       }
       list.ids.emplace_back(id);
@@ -144,19 +188,29 @@ class Reader {
     throw InputError(source_ + ":" + std::to_string(line_no_) + ": " + what);
   }
 
+  // "column 'start'": the column as the file names it.
+  std::string columnLabel(Column c) const { return "column '" + header_[c] + "'"; }
+
   void readHeader(const std::vector<std::string_view>& cells) {
     std::fill(std::begin(column_), std::end(column_), -1);
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      int found = -1;
-      for (int c = 0; c < kColumns; ++c)
-        if (cells[i] == kColumnNames[c]) found = c;
-      if (found < 0)
+      const HeaderName* found = nullptr;
+      for (const HeaderName& h : kHeaderNames)
+        if (cells[i] == h.name) found = &h;
+      if (!found)
         fail("unknown column '" + shown(cells[i]) +
-             "' (expected id, lower, upper, size, alignment, offset)");
-      if (column_[found] >= 0) fail("duplicate column '" + shown(cells[i]) + "'");
-      column_[found] = static_cast<int>(i);
+             "' (expected id, lower, upper, size, alignment, hint, gaps, offset; or MiniMalloc's "
+             "buffer, buffer_id, start, begin, end)");
+      if (column_[found->column] >= 0)
+        fail("duplicate column '" + shown(cells[i]) + "'" +
+             (header_[found->column] == found->name
+                  ? std::string()
+                  : " (another name of '" + header_[found->column] + "')"));
+      column_[found->column] = static_cast<int>(i);
+      header_[found->column] = std::string(found->name);
+      if (found->inclusive_end) inclusive_ = 1;
     }
-    for (int c : {kId, kLower, kUpper, kSize})
+    for (Column c : {kId, kLower, kUpper, kSize})
       if (column_[c] < 0) fail(std::string("missing column '") + kColumnNames[c] + "'");
     width_ = cells.size();
   }
@@ -169,24 +223,89 @@ class Reader {
                        std::uint64_t max) const {
     const std::string_view s = cell(cells, c);
     std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size())
-      fail(std::string("column '") + kColumnNames[c] +
-           "': expected a non-negative integer, got '" + shown(s) + "'");
-    if (ec == std::errc::result_out_of_range || v > max)
-      fail(std::string("column '") + kColumnNames[c] + "': " + shown(s) +
-           " is above the limit of " + std::to_string(max));
+    switch (parseUnsigned(s, max, v)) {
+      case Parse::Ok: return v;
+      case Parse::NotANumber:
+        fail(columnLabel(c) + ": expected a non-negative integer, got '" + shown(s) + "'");
+      case Parse::TooBig:
+        fail(columnLabel(c) + ": " + shown(s) + " is above the limit of " + std::to_string(max));
+    }
     return v;
   }
+
+  // The gaps cell: "L-U" or "L-U@lo:hi" tokens separated by spaces.
+  std::vector<Gap> gaps(std::string_view text, const Buffer& b) const {
+    std::vector<Gap> out;
+    const auto bad = [&](std::string_view token, const std::string& why) {
+      fail(columnLabel(kGaps) + ": '" + shown(token) + "' " + why);
+    };
+    const auto num = [&](std::string_view token, std::string_view s, std::uint64_t max) {
+      std::uint64_t v = 0;
+      if (parseUnsigned(s, max, v) != Parse::Ok)
+        bad(token, "is not L-U or L-U@lo:hi with non-negative integers" +
+                       std::string(inclusive_ ? " (U inclusive)" : ""));
+      return v;
+    };
+    while (!text.empty()) {
+      const std::size_t space = text.find_first_of(" \t");
+      const std::string_view token = text.substr(0, space);
+      text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+      if (token.empty()) continue;
+      if (out.size() >= kMaxGapsPerBuffer)
+        bad(token, "is one gap too many (at most " + std::to_string(kMaxGapsPerBuffer) + ")");
+      const std::size_t at = token.find('@');
+      const std::string_view span = token.substr(0, at);
+      const std::size_t dash = span.find('-');
+      if (dash == std::string_view::npos) bad(token, "has no '-' (expected L-U or L-U@lo:hi)");
+      Gap g;
+      const std::uint64_t lo_t = num(token, span.substr(0, dash), kMaxTime);
+      const std::uint64_t hi_t = num(token, span.substr(dash + 1), kMaxTime - inclusive_) + inclusive_;
+      g.start = static_cast<TimeValue>(lo_t);
+      g.end = static_cast<TimeValue>(hi_t);
+      if (at != std::string_view::npos) {
+        const std::string_view window = token.substr(at + 1);
+        const std::size_t colon = window.find(':');
+        if (colon == std::string_view::npos) bad(token, "has no ':' in its window (lo:hi)");
+        const Bytes lo = num(token, window.substr(0, colon), kMaxBytes);
+        const Bytes hi = num(token, window.substr(colon + 1), kMaxBytes);
+        if (lo > hi || hi > b.size)
+          bad(token, "has a window outside the buffer's " + std::to_string(b.size) +
+                         " bytes (0 <= lo <= hi <= size)");
+        g.window = std::pair<Bytes, Bytes>{lo, hi};
+      }
+      // Clipped to the lifetime; what is left empty means nothing.
+      g.start = std::max(g.start, b.start);
+      g.end = std::min(g.end, b.end);
+      if (g.start < g.end) out.push_back(g);
+    }
+    std::sort(out.begin(), out.end(), [](const Gap& x, const Gap& y) { return x.start < y.start; });
+    for (std::size_t i = 1; i < out.size(); ++i)
+      if (out[i].start < out[i - 1].end)
+        fail(columnLabel(kGaps) + ": gaps [" + std::to_string(out[i - 1].start) + ", " +
+             std::to_string(out[i - 1].end) + ") and [" + std::to_string(out[i].start) + ", " +
+             std::to_string(out[i].end) + ") overlap");
+    return out;
+  }
+
+  // Bounds the work and memory one cell can ask for.
+  static constexpr std::size_t kMaxGapsPerBuffer = 1 << 16;
 
   std::string_view text_;
   const std::string& source_;
   std::size_t pos_ = 0;
   std::string_view line_;
   std::size_t line_no_ = 0;
-  int column_[kColumns] = {-1, -1, -1, -1, -1, -1};
+  int column_[kColumns] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  std::string header_[kColumns];     // each column's name in the file
+  std::uint64_t inclusive_ = 0;      // 1 with an `end` column
   std::size_t width_ = 0;
 };
+
+std::string gapText(const Gap& g) {
+  std::string s = std::to_string(g.start) + "-" + std::to_string(g.end);
+  if (g.window) s += "@" + std::to_string(g.window->first) + ":" + std::to_string(g.window->second);
+  return s;
+}
 
 }  // namespace
 
@@ -199,14 +318,23 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
   if (!offsets.empty() && offsets.size() != buffers.size())
     throw std::invalid_argument("writeMiniMallocCsv: " + std::to_string(offsets.size()) +
                                 " offsets for " + std::to_string(buffers.size()) + " buffers");
-  bool aligned = false;
-  for (const Buffer& b : buffers) aligned |= b.alignment > 1;
+  bool aligned = false, hinted = false, gapped = false, pinned = false;
+  for (const Buffer& b : buffers) {
+    aligned |= b.alignment > 1;
+    hinted |= b.hint.has_value();
+    gapped |= !b.gaps.empty();
+    pinned |= b.fixed_offset.has_value();
+  }
+  // A solution's offsets, or else the problem's pins.
+  const bool offset_column = !offsets.empty() || pinned;
 
   std::unordered_set<std::string> written;
   written.reserve(buffers.size());
   std::string out = "id,lower,upper,size";
   if (aligned) out += ",alignment";
-  if (!offsets.empty()) out += ",offset";
+  if (hinted) out += ",hint";
+  if (gapped) out += ",gaps";
+  if (offset_column) out += ",offset";
   out += '\n';
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     const Buffer& b = buffers[i];
@@ -225,7 +353,13 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
     out += ',' + std::to_string(b.start) + ',' + std::to_string(b.end) + ',' +
            std::to_string(b.size);
     if (aligned) out += ',' + std::to_string(b.alignment);
+    if (hinted) out += ',' + (b.hint ? std::to_string(*b.hint) : std::string("-1"));
+    if (gapped) {
+      out += ',';
+      for (std::size_t k = 0; k < b.gaps.size(); ++k) out += (k ? " " : "") + gapText(b.gaps[k]);
+    }
     if (!offsets.empty()) out += ',' + std::to_string(offsets[i]);
+    else if (offset_column) out += ',' + (b.fixed_offset ? std::to_string(*b.fixed_offset) : "");
     out += '\n';
   }
   return out;

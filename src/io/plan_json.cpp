@@ -238,8 +238,7 @@ class Reader : public jsontext::Fields {
     if (const json* b = find(*v, "per_device")) o.per_device = boolean(*b, "options.per_device");
     if (const json* a = find(*v, "alignment")) {
       o.alignment = unsignedInt(*a, "options.alignment", Bytes{1} << 30);
-      if (o.alignment == 0 || (o.alignment & (o.alignment - 1)) != 0)
-        fail("options.alignment", std::to_string(o.alignment) + " is not a power of two");
+      if (o.alignment == 0) fail("options.alignment", "expected a positive integer, got 0");
     }
     if (const json* c = find(*v, "capacities")) {
       array(*c, "options.capacities", kMaxPools);

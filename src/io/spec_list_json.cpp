@@ -62,8 +62,7 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
   }
   if (const Json* a = r.find(doc, "alignment")) {
     c.alignment = r.unsignedInt(*a, "alignment", kMaxAlignment);
-    if (!std::has_single_bit(c.alignment))
-      r.fail("alignment", fmt::format("{} is not a power of two", c.alignment));
+    if (c.alignment == 0) r.fail("alignment", "expected a positive integer, got 0");
   }
   if (const Json* p = r.find(doc, "extra_padding"))
     c.extra_padding = r.unsignedInt(*p, "extra_padding", kMaxBytes - 1);

@@ -1,12 +1,13 @@
 // Structural checks every importer runs before a model enters the pipeline.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "memplan/graph.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
-
-bool isPowerOfTwo(Bytes v) { return v != 0 && (v & (v - 1)) == 0; }
 
 std::string tensorLabel(const Model& m, TensorId t) {
   return fmt::format("tensor {} '{}'", t, m.tensors[t].name);
@@ -28,8 +29,9 @@ void validateModel(const Model& m) {
       fail(fmt::format("{}: graph {} does not exist", tensorLabel(m, t), x.graph));
     if (x.nbytes > kMaxBytes)
       fail(fmt::format("{}: size {} bytes exceeds the limit of 2^62", tensorLabel(m, t), x.nbytes));
-    if (x.alignment != 0 && (!isPowerOfTwo(x.alignment) || x.alignment > (Bytes{1} << 30)))
-      fail(fmt::format("{}: alignment {} is not a power of two <= 2^30", tensorLabel(m, t), x.alignment));
+    // Any alignment works (0: the planning alignment); powers of two are usual.
+    if (x.alignment > limits::kMaxAlignment)
+      fail(fmt::format("{}: alignment {} is above the limit of 2^30", tensorLabel(m, t), x.alignment));
     if (x.mem_id && *x.mem_id < 1)
       fail(fmt::format("{}: mem_id {} invalid (pools are numbered from 1)", tensorLabel(m, t), *x.mem_id));
     if (x.offset && !x.mem_id)
@@ -48,6 +50,35 @@ void validateModel(const Model& m) {
                          tensorLabel(m, x.alias_of)));
     }
   }
+  // Gaps: node windows of the owning graph, sorted and disjoint, on tensors
+  // whose storage is their own alone.
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const Tensor& x = m.tensors[t];
+    if (x.gaps.empty()) continue;
+    const auto nodes = static_cast<TimeValue>(m.graphs[x.graph].nodes.size());
+    TimeValue prev_end = 0;
+    for (std::size_t i = 0; i < x.gaps.size(); ++i) {
+      const Gap& g = x.gaps[i];
+      const auto where = fmt::format("{}: gap {} (nodes [{}, {}))", tensorLabel(m, t), i, g.start, g.end);
+      if (g.start < 0 || g.start >= g.end || g.end > nodes)
+        fail(fmt::format("{} is not a window of its graph's {} nodes", where, nodes));
+      if (i > 0 && g.start < prev_end)
+        fail(fmt::format("{} overlaps or precedes the gap before it (gaps are sorted and disjoint)", where));
+      if (g.window && (g.window->first > g.window->second || g.window->second > x.nbytes))
+        fail(fmt::format("{}: bytes [{}, {}) are not inside its {} bytes", where, g.window->first,
+                         g.window->second, x.nbytes));
+      prev_end = g.end;
+    }
+    if (x.alias != AliasKind::None)
+      fail(fmt::format("{}: a tensor with gaps cannot alias another", tensorLabel(m, t)));
+  }
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const TensorId base = m.tensors[t].alias_of;
+    if (base >= 0 && base < num_tensors && !m.tensors[base].gaps.empty())
+      fail(fmt::format("{}: aliases {}, which has gaps (a tensor with gaps keeps its storage to itself)",
+                       tensorLabel(m, t), tensorLabel(m, base)));
+  }
+
   // Alias chains must end: walk each with a step bound.
   for (TensorId t = 0; t < num_tensors; ++t) {
     TensorId cur = t;
@@ -84,13 +115,27 @@ void validateModel(const Model& m) {
         where(fmt::format("{}: {} belongs to graph {}, not visible here", ctx, tensorLabel(m, t),
                           m.tensors[t].graph));
     };
+    // A node may not use a tensor of its graph inside one of its gaps.
+    const auto inGap = [&](TensorId t, NodeId n, const std::string& ctx) {
+      const Tensor& x = m.tensors[t];
+      if (x.gaps.empty() || x.graph != g) return;
+      const auto after = std::upper_bound(x.gaps.begin(), x.gaps.end(), TimeValue{n},
+                                          [](TimeValue v, const Gap& gap) { return v < gap.start; });
+      if (after == x.gaps.begin() || n >= std::prev(after)->end) return;
+      const Gap& gap = *std::prev(after);
+      where(fmt::format("{} uses {} inside its gap {} (nodes [{}, {}))", ctx, tensorLabel(m, t),
+                        std::prev(after) - x.gaps.begin(), gap.start, gap.end));
+    };
     for (TensorId t : graph.inputs) check(t, "inputs");
     for (TensorId t : graph.outputs) check(t, "outputs");
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
       const Node& node = graph.nodes[n];
       const std::string ctx = fmt::format("node {} '{}'", n, node.name);
-      for (TensorId t : node.inputs) check(t, ctx);
-      for (TensorId t : node.outputs) check(t, ctx);
+      for (const auto* list : {&node.inputs, &node.outputs})
+        for (TensorId t : *list) {
+          check(t, ctx);
+          inGap(t, n, ctx);
+        }
       for (GraphId s : node.subgraphs) {
         if (s <= 0 || s >= num_graphs) where(fmt::format("{}: subgraph {} does not exist", ctx, s));
         // A body may be shared by several nodes (TFLite), but never run itself.

@@ -38,6 +38,40 @@ void collectOuterReads(const Model& m, GraphId g, GraphId body_root, std::vector
   visiting[g] = 0;
 }
 
+// Gaps of tensors (node windows) become the specs' gaps in steps, clipped
+// to the lifetime; a gap holding a step where the tensor is used is an
+// error. Such tensors neither alias nor are aliased (validateModel), so
+// each is its spec's only member.
+void addGaps(const Model& m, const Graph& graph, GraphSpecs& result,
+             std::vector<std::pair<SpecId, TimeValue>>& uses) {
+  std::sort(uses.begin(), uses.end());
+  auto use = uses.begin();
+  for (Spec& spec : result.specs) {
+    const Tensor& t = m.tensors[spec.tensor];
+    if (t.gaps.empty()) continue;
+    while (use != uses.end() && use->first < spec.id) ++use;
+    for (const Gap& g : t.gaps) {
+      Gap step = g;
+      step.start = std::max(nodeTime(graph, static_cast<NodeId>(g.start)), spec.first);
+      step.end = std::min(nodeTime(graph, static_cast<NodeId>(g.end)), spec.last + 1);
+      if (step.start >= step.end) continue;
+      auto u = std::lower_bound(use, uses.end(), std::pair<SpecId, TimeValue>{spec.id, step.start});
+      if (u != uses.end() && u->first == spec.id && u->second < step.end) {
+        const auto inputs = static_cast<TimeValue>(graph.inputs.size());
+        const TimeValue n = u->second - inputs;
+        const std::string at =
+            n < 0 ? fmt::format("as graph input {}", u->second)
+            : n < static_cast<TimeValue>(graph.nodes.size())
+                ? fmt::format("by node {} '{}'", n, graph.nodes[static_cast<std::size_t>(n)].name)
+                : std::string("as a graph output");
+        throw InputError(fmt::format("{}: tensor '{}' is used {} inside its gap (nodes [{}, {}))",
+                                     m.name, t.name, at, g.start, g.end));
+      }
+      spec.gaps.push_back(step);
+    }
+  }
+}
+
 }  // namespace
 
 GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
@@ -78,12 +112,15 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     }
     return s;
   };
+  // Uses of tensors with gaps (a gap may hold none of them).
+  std::vector<std::pair<SpecId, TimeValue>> gapped_uses;
   const auto touch = [&](TensorId t, TimeValue i) {
     const SpecId s = specOf(t);
     if (s == kNone) return;
     Spec& spec = result.specs[s];
     spec.first = std::min(spec.first, i);
     spec.last = std::max(spec.last, i);
+    if (!m.tensors[t].gaps.empty()) gapped_uses.emplace_back(s, i);
   };
 
   for (TimeValue i = 0; i < num_inputs; ++i) touch(graph.inputs[i], i);
@@ -153,6 +190,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     if (spec.is_mutable && !options.alloc_mutable_buffers) plan = false;
     spec.planned = plan;
   }
+  addGaps(m, graph, result, gapped_uses);
   // Reuse of an unplanned base's allocation is impossible: plan on its own.
   for (Spec& spec : result.specs)
     if (spec.inplace_base != kNone && !result.specs[spec.inplace_base].planned)

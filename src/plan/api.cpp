@@ -1,12 +1,12 @@
 // The library entry point (memplan/memplan.h): any input, one request, one
 // plan; and the way back from a plan file to the input's specs.
 #include <algorithm>
-#include <bit>
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "io/sha256.h"
+#include "io/text.h"
 #include "memplan/limits.h"
 #include "memplan/memplan.h"
 #include "memplan/pinned.h"
@@ -41,6 +41,23 @@ GraphSpecs specsFromBuffers(const BufferList& list, Bytes alignment) {
   return specs;
 }
 
+// Every tensor of the input, aligned, side by side (saturating at kMaxBytes):
+// no pool can be larger.
+Bytes naiveBytes(const Input& input, Bytes alignment) {
+  Bytes total = 0;
+  const auto add = [&](Bytes size, Bytes align) {
+    total = checkedAdd(total, alignUp(size, std::max(align, alignment)).value_or(kMaxBytes))
+                .value_or(kMaxBytes);
+  };
+  if (input.model)
+    for (const Tensor& t : input.model->tensors) add(t.nbytes, t.alignment);
+  if (input.spec_list)
+    for (const Spec& s : input.spec_list->specs.specs) add(s.nbytes, 1);
+  if (input.buffers)
+    for (const Buffer& b : input.buffers->problem.buffers) add(b.size, b.alignment);
+  return total;
+}
+
 // The request with the input's defaults filled in, checked field by field.
 PlanRequest resolve(const Input& input, PlanRequest r) {
   const SpecList* list = input.spec_list ? &*input.spec_list : nullptr;
@@ -48,18 +65,40 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
   if (!findAlgorithmInfo(r.algorithm)) {
     std::string known;
     for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
-    requestError("algorithm", fmt::format("unknown algorithm '{}' (known: {})", r.algorithm, known));
+    const std::string guess = closest(r.algorithm, algorithmNames());
+    requestError("algorithm", fmt::format("unknown algorithm '{}'{} (known: {})", printable(r.algorithm, 64),
+                                          guess.empty() ? "" : "; did you mean " + guess + "?", known));
   }
   if (!r.options.alignment) r.options.alignment = list ? list->alignment : input.buffers ? 1 : 16;
-  if (!std::has_single_bit(r.options.alignment) || r.options.alignment > limits::kMaxAlignment)
+  // Any alignment works (offsets are multiples of it); powers of two are
+  // merely usual.
+  if (r.options.alignment > limits::kMaxAlignment)
     requestError("options.alignment",
-                 fmt::format("{} is not a power of two <= 2^30", r.options.alignment));
+                 fmt::format("{} is above the limit of 2^30", r.options.alignment));
   if (!r.extra_padding) r.extra_padding = list ? list->extra_padding : 0;
   if (*r.extra_padding > limits::kMaxSize)
     requestError("extra_padding", fmt::format("{} is above the limit of 2^62", *r.extra_padding));
-  for (MemId m : r.options.spill_order)
+  // A pool holds at most every tensor once: with the padding that must stay
+  // below the limit, or sizes would overflow.
+  if (*r.extra_padding > 0) {
+    const Bytes most = naiveBytes(input, r.options.alignment);
+    if (!checkedAdd(most, *r.extra_padding))
+      requestError("extra_padding",
+                   fmt::format("{} overflows: with the input's tensors (up to {} bytes) a pool would "
+                               "exceed the limit of 2^62 bytes",
+                               *r.extra_padding, most));
+  }
+  std::vector<std::size_t> listed(limits::kMaxMemId + 1, 0);  // position + 1
+  for (std::size_t i = 0; i < r.options.spill_order.size(); ++i) {
+    const MemId m = r.options.spill_order[i];
     if (m < 1 || m > limits::kMaxMemId)
       requestError("options.spill_order", fmt::format("mem_id {} not in [1, {}]", m, limits::kMaxMemId));
+    // A pool listed twice would spill into itself.
+    if (listed[m])
+      requestError("options.spill_order",
+                   fmt::format("pool {} is listed twice (positions {} and {})", m, listed[m], i + 1));
+    listed[m] = i + 1;
+  }
   if (r.options.capacities.size() > limits::kMaxPools)
     requestError("options.capacities", fmt::format("{} entries, above the limit of {}",
                                                    r.options.capacities.size(), limits::kMaxPools));
@@ -247,7 +286,8 @@ VerifyResult verify(const Input& input, const Plan& plan) {
 }
 
 ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
-  return input.model ? replayPlan(*input.model, plan, options) : replaySpecs(plan.main(), options);
+  return input.model ? replayPlan(*input.model, plan, options)
+                     : replaySpecs(plan.main(), plan.options, options);
 }
 
 void checkSameSource(const SourceInfo& recorded, const Input& input, const std::string& plan_name) {

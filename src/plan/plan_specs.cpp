@@ -20,8 +20,9 @@
 //     bytes is where tensors leave: the largest live ones first (ties: the
 //     earliest spec), enough to bring that step under the capacity, at
 //     least one. Specs with a preset mem_id or a pinned offset stay. With
-//     no next pool, PlanError names the step and the tensors live there.
+//     no next pool, CapacityError names the step and the tensors live there.
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <numeric>
 
@@ -88,9 +89,10 @@ Prepared prepare(const GraphSpecs& graph) {
     if (spec.nbytes > kMaxBytes)
       throw InputError(fmt::format("{}: {} bytes exceeds the limit of {}", specName(spec),
                                    spec.nbytes, kMaxBytes));
+    // Any alignment works (offsets are multiples of it).
     const Bytes align = std::max<Bytes>(spec.alignment, 1);
-    if ((align & (align - 1)) != 0)
-      throw InputError(fmt::format("{}: alignment {} is not a power of two", specName(spec), align));
+    if (align > limits::kMaxAlignment)
+      throw InputError(fmt::format("{}: alignment {} is above the limit of 2^30", specName(spec), align));
     const auto size = alignUp(spec.nbytes, align);
     if (!size) throw InputError(fmt::format("{}: aligned size overflows", specName(spec)));
     p.size[s] = *size;
@@ -329,11 +331,11 @@ class Planner {
       names += fmt::format("{}{} ({})", i ? ", " : "", specName(graph_.specs[live[i]]),
                            showBytes(p_.size[live[i]]));
     }
-    throw PlanError(fmt::format(
-        "pool {} needs {} > capacity {} at step {} ({} live, {}): live tensors: {}", m,
+    throw CapacityError(fmt::format(
+        "pool {} needs {} > capacity {} at step {} ({} live, {}): {} live tensors: {}", m,
         showBytes(needed), showBytes(capacityOf(m).value_or(0)), step, showBytes(live_bytes),
         has_next ? "no live tensor can move (preset mem_id or pinned)" : "no pool to spill to",
-        names.empty() ? "none" : names));
+        live.size(), names.empty() ? "none" : names));
   }
 
   const PoolRun& solved(MemId m) {
@@ -430,7 +432,7 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
   if (!requested->info().whole_graph_candidates.empty()) {
     // Whole-graph comparison, first wins ties. A candidate that cannot meet
     // the capacities drops out; if all do, the first one's error stands.
-    std::optional<PlanError> first_error;
+    std::exception_ptr first_error;  // keeps the error's type (CapacityError)
     bool have = false;
     for (std::string_view name : requested->info().whole_graph_candidates) {
       const auto algo = makeAlgorithm(name);
@@ -441,11 +443,11 @@ GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
           best = std::move(at);
           have = true;
         }
-      } catch (const PlanError& e) {
-        if (!first_error) first_error = e;
+      } catch (const PlanError&) {
+        if (!first_error) first_error = std::current_exception();
       }
     }
-    if (!have) throw *first_error;
+    if (!have) std::rethrow_exception(first_error);
   } else {
     best = planWithCapacities(specs, p, *requested, request, reserved);
   }

@@ -7,10 +7,12 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "memplan/verify.h"
+#include "verify/pieces.h"
 
 namespace memplan {
 namespace {
@@ -259,8 +261,13 @@ class ModelReplay {
         return false;
       }
       granules[mid] = std::gcd(granules[mid], std::gcd(a.offset, *end));
+      if (gp.specs.specs[s.spec].gaps.empty()) continue;
+      verify::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
+      for (const verify::Piece& p : pieces_)
+        granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
     }
     shadows_ = makeShadows(sizes, granules, options_, r_);
+    gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
     events_.emplace_back();  // WriteId 0: never written
     return true;
   }
@@ -277,7 +284,10 @@ class ModelReplay {
     return true;
   }
 
-  void write(std::int64_t s, TensorId t, GraphId g, const std::string& node, TimeValue step) {
+  // Writes storage `s` (bytes [begin, end) of it: a piece of a tensor with
+  // gaps; all of it by default) with a new pattern.
+  void write(std::int64_t s, TensorId t, GraphId g, const std::string& node, TimeValue step,
+             Bytes begin = 0, std::optional<Bytes> end = std::nullopt) {
     if (!planned(s)) return;
     Storage& st = storages_[s];
     if (events_.size() >= std::numeric_limits<WriteId>::max()) {
@@ -286,13 +296,16 @@ class ModelReplay {
     }
     const auto id = static_cast<WriteId>(events_.size());
     events_.push_back(Event{t, g, node, step});
-    shadows_[st.alloc->mem_id].write(st.alloc->offset, st.alloc->size, id);
+    const Bytes until = end.value_or(st.alloc->size);
+    shadows_[st.alloc->mem_id].write(st.alloc->offset + begin, until - begin, id);
     st.version = id;
     ++r_.writes;
   }
 
-  // Checks that `t` holds its last write; reports the first clobber.
-  void read(TensorId t, GraphId g, const std::string& node, TimeValue step, bool end) {
+  // Checks that `t` holds its last write (in bytes [begin, end) of its
+  // storage; all of it by default); reports the first clobber.
+  void read(TensorId t, GraphId g, const std::string& node, TimeValue step, bool end,
+            Bytes begin = 0, std::optional<Bytes> end_byte = std::nullopt) {
     if (failed() || t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return;
     const std::int64_t s = tensor_storage_[t];
     if (!planned(s)) return;
@@ -303,7 +316,8 @@ class ModelReplay {
     }
     ++r_.reads;
     const WriteId want = st.version;
-    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset, st.alloc->size,
+    const Bytes until = end_byte.value_or(st.alloc->size);
+    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset + begin, until - begin,
                                                       [want](WriteId id) { return id == want; });
     if (!bad) return;
     const Event& w = events_[bad->found];
@@ -382,6 +396,15 @@ class ModelReplay {
     // Every input is in place before the first node runs (the placeholders
     // come first), used or not.
     const TimeValue first_node = nodeTime(graph, 0);
+    const std::vector<GapEvent>& gap_events = gapEvents(g);
+    std::size_t next_gap = 0;
+    const auto gapsUntil = [&](TimeValue step, const std::string& node) {
+      for (; next_gap < gap_events.size() && gap_events[next_gap].time <= step && !failed(); ++next_gap) {
+        const GapEvent& e = gap_events[next_gap];
+        if (e.write) write(tensor_storage_[e.tensor], e.tensor, g, node, e.time, e.begin, e.end);
+        else read(e.tensor, g, node, e.time, false, e.begin, e.end);
+      }
+    };
     for (TensorId t : graph.inputs) read(t, g, "", first_node, false);
     for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
       if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer)
@@ -390,6 +413,8 @@ class ModelReplay {
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()) && !failed(); ++n) {
       const Node& node = graph.nodes[n];
       const TimeValue step = nodeTime(graph, n);
+      gapsUntil(step, node.name);
+      if (failed()) break;
       ++r_.steps;
       for (TensorId t : node.inputs) read(t, g, node.name, step, false);
       for (GraphId sub : node.subgraphs) runGraph(sub);
@@ -407,6 +432,7 @@ class ModelReplay {
       }
     }
     const TimeValue end = nodeTime(graph, static_cast<NodeId>(graph.nodes.size()));
+    gapsUntil(end, "");
     for (TensorId t : graph.outputs) read(t, g, "", end, true);
     for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
       if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer)
@@ -414,9 +440,45 @@ class ModelReplay {
     active_[g] = 0;
   }
 
+  // A tensor with gaps holds a piece (pieces.h) at a time: when a piece
+  // ends its bytes are checked, when the next one starts they are written
+  // anew (the content after a gap is new), checks first at a step.
+  struct GapEvent {
+    TimeValue time;
+    bool write;
+    TensorId tensor;
+    Bytes begin, end;
+    bool operator<(const GapEvent& o) const {
+      return std::tie(time, write, tensor) < std::tie(o.time, o.write, o.tensor);
+    }
+  };
+  // Computed once per graph (a body may run many times).
+  const std::vector<GapEvent>& gapEvents(GraphId g) {
+    if (gap_events_[g]) return *gap_events_[g];
+    std::vector<GapEvent>& out = gap_events_[g].emplace();
+    const GraphPlan& gp = p_.graphs[g];
+    for (const Spec& spec : gp.specs.specs) {
+      if (spec.gaps.empty()) continue;
+      const std::int64_t s = static_cast<std::int64_t>(base_[g]) + spec.id;
+      if (!planned(s) || spec.tensor < 0 || static_cast<std::size_t>(spec.tensor) >= m_.tensors.size() ||
+          tensor_storage_[spec.tensor] != s)
+        continue;
+      verify::piecesOf(spec, storages_[s].alloc->size, pieces_);
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        const verify::Piece& p = pieces_[i];
+        if (i > 0) out.push_back({p.first, true, spec.tensor, p.begin, p.end});
+        if (i + 1 < pieces_.size()) out.push_back({p.last + 1, false, spec.tensor, p.begin, p.end});
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<std::optional<std::vector<GapEvent>>> gap_events_;  // by graph
+
   const Model& m_;
   const Plan& p_;
   const ReplayOptions& options_;
+  std::vector<verify::Piece> pieces_;         // scratch
   ReplayResult r_;
   std::vector<std::size_t> base_;            // graph -> first storage index
   std::vector<Storage> storages_;            // one per spec of every graph
@@ -439,10 +501,15 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
 }  // namespace
 
 ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
+  return replaySpecs(plan, PlanOptions{}, options);
+}
+
+ReplayResult replaySpecs(const GraphPlan& plan, const PlanOptions& plan_options,
+                         const ReplayOptions& options) {
   ReplayResult r = replaySpecsRun(plan, options);
   if (!r.ok()) return r;
   // What needs no running is checked as the verifier checks it.
-  if (const VerifyResult structure = checkGraphStructure(plan, PlanOptions{}, 1); !structure.ok()) {
+  if (const VerifyResult structure = checkGraphStructure(plan, plan_options, 1); !structure.ok()) {
     r.issue = ReplayIssue::BadPlan;
     r.message = "replay: " + structure.violations[0].message;
   }
@@ -470,12 +537,15 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
 
   std::vector<Bytes> granules(plan.bufsizes.size(), 0);
   for (std::size_t m = 1; m < reserved.size(); ++m) granules[m] = reserved[m];
+  // One write and one read per piece (a spec without gaps: one piece).
   struct Op {
     TimeValue time;
     bool read;
     SpecId spec;
+    std::int64_t piece;  // index into `parts` (bytes from the offset); -1: all
   };
   std::vector<Op> ops;
+  std::vector<verify::Piece> pieces, parts;
   for (std::size_t s = 0; s < specs.size(); ++s) {
     const Allocation* a = alloc[s];
     if (!a || specs[s].nbytes == 0 || a->size == 0) continue;
@@ -502,8 +572,19 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
       return r;
     }
     granules[mid] = std::gcd(granules[mid], std::gcd(a->offset, *end));
-    ops.push_back({spec.first, false, static_cast<SpecId>(s)});
-    ops.push_back({spec.last, true, static_cast<SpecId>(s)});
+    if (spec.gaps.empty()) {
+      ops.push_back({spec.first, false, static_cast<SpecId>(s), -1});
+      ops.push_back({spec.last, true, static_cast<SpecId>(s), -1});
+      continue;
+    }
+    verify::piecesOf(spec, a->size, pieces);
+    for (const verify::Piece& p : pieces) {
+      granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
+      const auto part = static_cast<std::int64_t>(parts.size());
+      parts.push_back(p);
+      ops.push_back({p.first, false, static_cast<SpecId>(s), part});
+      ops.push_back({p.last, true, static_cast<SpecId>(s), part});
+    }
   }
   // Writes of a step before its reads; stable by spec order otherwise.
   std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
@@ -522,10 +603,11 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
   for (const Op& op : ops) {
     if (op.time != last_time) ++r.steps, last_time = op.time;
     const Allocation& a = *alloc[op.spec];
-    const Bytes n = a.size;
+    const Offset at = op.piece < 0 ? a.offset : a.offset + parts[op.piece].begin;
+    const Bytes n = op.piece < 0 ? a.size : parts[op.piece].end - parts[op.piece].begin;
     const WriteId id = static_cast<WriteId>(op.spec) + 1;
     if (!op.read) {
-      shadows[a.mem_id].write(a.offset, n, id);
+      shadows[a.mem_id].write(at, n, id);
       ++r.writes;
       continue;
     }
@@ -539,7 +621,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
              alloc[other]->offset == a.offset &&
              (specs[other].inplace_base == op.spec || specs[op.spec].inplace_base == other);
     };
-    if (const auto bad = shadows[a.mem_id].check(a.offset, n, accept)) {
+    if (const auto bad = shadows[a.mem_id].check(at, n, accept)) {
       const SpecId other = specOfId(bad->found);
       r.issue = ReplayIssue::Clobber;
       r.graph = plan.graph;

@@ -6,7 +6,9 @@
 // live range that starts last before its end, so one ordered-set lookup per
 // insertion finds any collision. ShareWith members at one offset whose
 // lifetimes overlap are merged into one range first; a third tensor in the
-// in-place result's extra lifetime still collides with that range.
+// in-place result's extra lifetime still collides with that range. A spec
+// with gaps is checked piece by piece (pieces.h): in a gap it holds only its
+// window, or nothing.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -15,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "memplan/verify.h"
+#include "verify/pieces.h"
 
 namespace memplan {
 namespace {
@@ -27,8 +30,10 @@ struct Range {
 
 std::string describe(const GraphSpecs& specs, const Range& r) {
   const Spec& s = specs.specs[r.spec];
-  return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", s.name, r.begin, r.end, s.first,
-                     s.last);
+  // A piece of a spec with gaps: its own steps.
+  const TimeValue first = s.gaps.empty() ? s.first : r.first;
+  const TimeValue last = s.gaps.empty() ? s.last : r.last;
+  return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", s.name, r.begin, r.end, first, last);
 }
 
 // The ranges a group of ShareWith members at one offset holds: at each step
@@ -115,8 +120,9 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
   std::map<MemId, const PoolInfo*> pool_info;
   for (const PoolInfo& p : plan.pools) pool_info[p.mem_id] = &p;
 
-  // Bounds and alignment, then gather ranges per pool.
+  // Bounds, capacities and alignment, then gather ranges per pool.
   std::map<MemId, std::vector<Range>> pools;
+  std::vector<verify::Piece> pieces;
   for (const Allocation& a : plan.allocations) {
     if (a.spec < 0 || a.spec >= num_specs) continue;
     const Spec& s = specs.specs[a.spec];
@@ -143,6 +149,10 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
     else if (a.size > 0 && a.offset < reserved)
       report(fmt::format("'{}' at offset {} lies in pool {}'s reserved prefix of {} bytes", s.name,
                          a.offset, a.mem_id, reserved));
+    for (const Gap& g : s.gaps)
+      if (g.window && (g.window->first > g.window->second || g.window->second > s.nbytes))
+        report(fmt::format("'{}': the window [{}, {}) of its gap [{}, {}) is not inside its {} bytes",
+                           s.name, g.window->first, g.window->second, g.start, g.end, s.nbytes));
     if (s.alignment > 1 && a.size > 0 && a.offset % s.alignment != 0) {
       std::string message = fmt::format("'{}' at offset {} is not aligned to {} bytes", s.name,
                                         a.offset, s.alignment);
@@ -152,8 +162,20 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
       else
         report(std::move(message));
     }
+    const auto& caps = options.capacities;
+    const auto mid = static_cast<std::size_t>(a.mem_id);
+    if (a.size > 0 && mid < caps.size() && caps[mid] && a.offset <= kMaxBytes &&
+        a.size <= kMaxBytes && a.offset + a.size > *caps[mid])
+      report(fmt::format("'{}' at bytes [{}, {}) exceeds pool {}'s capacity of {} bytes", s.name,
+                         a.offset, a.offset + a.size, a.mem_id, *caps[mid]));
     if (a.size == 0 || a.offset > kMaxBytes || a.size > kMaxBytes) continue;
-    pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
+    if (s.gaps.empty()) {
+      pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
+      continue;
+    }
+    verify::piecesOf(s, a.size, pieces);
+    for (const verify::Piece& p : pieces)
+      pools[a.mem_id].push_back({a.offset + p.begin, a.offset + p.end, p.first, p.last, s.id});
   }
   if (!sweep) return result;
 
@@ -164,8 +186,10 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
+  // Specs with gaps stay apart (their pieces are checked like any range).
   for (const Spec& s : specs.specs)
-    if (s.inplace_base != kNone && alloc_of[s.id] && alloc_of[s.inplace_base] &&
+    if (s.inplace_base != kNone && s.gaps.empty() && specs.specs[s.inplace_base].gaps.empty() &&
+        alloc_of[s.id] && alloc_of[s.inplace_base] &&
         alloc_of[s.id]->mem_id == alloc_of[s.inplace_base]->mem_id &&
         alloc_of[s.id]->offset == alloc_of[s.inplace_base]->offset)
       parent[find(s.id)] = find(s.inplace_base);
@@ -176,9 +200,12 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
     // overlap they become one range; apart in time they stay separate
     // (the bytes are free in between, like any dead tensor's).
     std::map<SpecId, std::vector<Range>> groups;
-    for (const Range& r : raw) groups[find(r.spec)].push_back(r);
     std::vector<Range> ranges;
     ranges.reserve(raw.size());
+    for (const Range& r : raw) {
+      if (specs.specs[r.spec].gaps.empty()) groups[find(r.spec)].push_back(r);
+      else ranges.push_back(r);  // pieces of a spec with gaps: never grouped
+    }
     for (auto& [root, members] : groups) groupRanges(members, ranges);
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
       return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);

@@ -1,0 +1,96 @@
+#include "io/text.h"
+
+#include <algorithm>
+
+namespace memplan {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], 0 if invalid
+// (overlong forms, surrogates and code points above U+10FFFF included).
+std::size_t utf8Length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s, std::size_t max) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string_view cut = s.substr(0, max);
+  std::string out;
+  out.reserve(cut.size());
+  for (std::size_t i = 0; i < cut.size();) {
+    const auto c = static_cast<unsigned char>(cut[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    const std::size_t n = c >= 0x80 ? utf8Length(cut, i) : 0;
+    if (n > 0) {
+      out.append(cut.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  // Levenshtein distance, case-insensitive; O(|word| * |candidate|) each.
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  const auto distance = [&](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (lower(a[i - 1]) != lower(b[j - 1]))});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  if (word.empty() || word.size() > 64) return "";
+  std::string best;
+  // Close enough: a third of the letters wrong (at least 2), or a prefix.
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    const bool prefix = word.size() >= 3 && c.size() > word.size() &&
+                        std::equal(word.begin(), word.end(), c.begin());
+    const std::size_t d = prefix ? 1 : distance(word, c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace memplan
