@@ -85,10 +85,7 @@ int main(int argc, char** argv) {
     const auto t_start = std::chrono::steady_clock::now();
     std::vector<Offset> start;
     if (const auto bf = makeAlgorithm("best_fit")) {
-      AlgorithmParams ap;
-      ap.use_local_search = false;
-      ap.use_exact_search = false;
-      start = bf->solve(p, ap).offsets;
+      start = bf->solve(p, {}).offsets;
     } else {
       start = quickPlacement(p);
     }
