@@ -136,6 +136,7 @@ class Auto : public Algorithm {
             pool::checkPlacement(mp, r.offsets).empty())
           best.offer(r.height, r.offsets, "exact");
         if (r.proven_optimal && r.height <= best.height) out.proven_optimal = true;
+        out.proven_height = r.proven_bound;
         report("exact search", best.height);
       }
       out.offsets = std::move(best.offsets);

@@ -1,12 +1,9 @@
-// The "exact" algorithm: a quick best-fit placement gives an upper bound,
-// then exact search (exact_search.h) lowers it toward the lower bound.
-//
-//  1. Merge in-place groups (pool_util.h).
-//  2. Best-fit: buffers by size (descending, then longer lifetime first),
-//     each at the lowest aligned offset where it clears every time-
-//     overlapping buffer already placed and every pinned buffer.
-//  3. minimizeHeight from that placement, with a node budget scaled by
-//     AlgorithmParams::effort (deterministic) and the optional time cap.
+// The "exact" algorithm: the best heuristic plan (auto without its exact
+// stage, or local_search if lower) gives an upper bound, then the exact
+// search (exact_search.h) lowers it toward the lower bound, with a node
+// budget scaled by AlgorithmParams::effort (deterministic) and the
+// optional time cap. The shared skeleton (pool::solveOffsets) merges the
+// in-place groups, checks the pins and fills the solution.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -30,13 +27,17 @@ class ExactAlgorithm : public Algorithm {
     return kInfo;
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    // Start from the best heuristic plan (auto without its exact stage), so
-    // the search never ends above any heuristic.
+    // Start from the best heuristic plan (auto without its exact stage, and
+    // local_search), so the search never ends above any heuristic.
     AutoParams heuristic;
     heuristic.exact_search = false;
     AlgorithmParams hp = params;
     hp.progress = nullptr;
-    const PoolSolution start = makeAutoAlgorithm(heuristic)->solve(problem, hp);
+    PoolSolution start = makeAutoAlgorithm(heuristic)->solve(problem, hp);
+    if (const auto ls = makeAlgorithm("local_search")) {
+      PoolSolution other = ls->solve(problem, hp);
+      if (other.size < start.size) start = std::move(other);
+    }
     return pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
                                            const pool::Bounds& bounds) {
       std::vector<Offset> incumbent(m.members.size());
@@ -50,7 +51,8 @@ class ExactAlgorithm : public Algorithm {
       return pool::Placement{.offsets = r.offsets,
                              .label = "exact",
                              .work = r.nodes,
-                             .proven_optimal = r.proven_optimal};
+                             .proven_optimal = r.proven_optimal,
+                             .proven_height = r.proven_bound};
     });
   }
 };
