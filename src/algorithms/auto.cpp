@@ -1,13 +1,17 @@
 // "auto": see auto.h.
 #include "algorithms/auto.h"
 
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "algorithms/best_fit.h"
 #include "algorithms/exact_search.h"
+#include "algorithms/greedy.h"
 #include "algorithms/local_search.h"
 #include "algorithms/pool_util.h"
 
@@ -71,41 +75,35 @@ class Auto : public Algorithm {
                                            : 1.0,
                                     target));
       };
-      heur::Placer placer(mp);
       Best best;
       std::uint64_t work = 0;
-      std::vector<Offset> offsets(mp.buffers.size(), 0);
 
       // 1. The built-in heuristics, in full.
       const heur::Order def = heur::FitParams{}.order;
       const std::vector<BufferId> order = heur::makeOrder(mp, def);
-      for (heur::Fit fit : {heur::Fit::Best, heur::Fit::First}) {
-        const Bytes h = placer.place(order, 0, fit, offsets);
-        if (best.offer(h, offsets, heur::passName({def, fit}))) {
-          best.order = order;
-          best.fit = fit;
-        }
-        if (best.height <= target) break;
-      }
-      if (p_.executorch_greedy && best.height > target) offerGreedy(problem, m, best);
+      std::uint64_t pass_work = 0;  // one pass of first fit
+      runParts(problem, m, order, target, best, work, pass_work);
       report("heuristics", best.height);
 
       // 2. The other orders and fits.
+      heur::Placer placer(mp);
       if (p_.portfolio && best.height > target && budget(p_.portfolio_work) > 0 && !outOfTime()) {
         std::vector<heur::Pass> passes;
         for (const heur::Pass& pass : heur::allPasses())
           if (pass.order != def) passes.push_back(pass);
-        auto r = heur::runPortfolio(mp, placer, passes, target, budget(p_.portfolio_work));
+        auto r = heur::runPortfolio(mp, placer, passes, target, budget(p_.portfolio_work),
+                                    std::max<std::uint64_t>(1, pass_work));
         if (best.offer(r.height, r.offsets, heur::passName(r.pass))) {
           best.order = r.order;
           best.fit = r.pass.fit;
         }
         report("portfolio", best.height);
       }
-      work = placer.work();
+      work += placer.work();
 
       // 3. Local search.
-      if (p_.local_search && best.height > target && effort > 0 && !outOfTime()) {
+      if (p_.local_search && best.height > target && effort > 0 &&
+          mp.buffers.size() <= p_.local_search_max_buffers && !outOfTime()) {
         heur::LocalSearchParams lp;
         lp.seed = params.seed;
         lp.target = target;
@@ -148,24 +146,94 @@ class Auto : public Algorithm {
   }
 
  private:
-  // ExecuTorch's greedy on the original problem; kept when safe (members of
-  // a group share the root's offset there, so a safe plan is a placement
-  // of the merged problem too).
-  static void offerGreedy(const PoolProblem& problem, const pool::MergedProblem& m, Best& best) {
-    for (const Buffer& b : problem.buffers)
-      if (b.fixed_offset) return;  // greedy places every buffer itself
-    const auto greedy = makeAlgorithm("greedy");
-    if (!greedy) return;
-    PoolSolution g;
-    try {
-      g = greedy->solve(problem, {});
-    } catch (const PlanError&) {
-      return;  // ExecuTorch's own failure modes are not ours
+  // Stage 1: first fit and best fit in the default order and ExecuTorch's
+  // greedy, each in full, concurrently when threads allow. The lowest
+  // wins, ties in that order. Only first fit, the first in that order,
+  // may cut the others short (once at the target nothing beats it), so
+  // the result never depends on timing.
+  void runParts(const PoolProblem& problem, const pool::MergedProblem& m,
+                const std::vector<BufferId>& order, Bytes target, Best& best,
+                std::uint64_t& work, std::uint64_t& pass_work) const {
+    const PoolProblem& mp = m.problem;
+    struct Part {
+      Bytes height = heur::Placer::kStopped;
+      std::vector<Offset> offsets;  // merged
+      std::string label;
+      heur::Fit fit = heur::Fit::First;
+      std::uint64_t work = 0;
+      std::exception_ptr error;
+    };
+    Part parts[3];
+    std::atomic<bool> stop{false};
+    const heur::Order def = heur::FitParams{}.order;
+    auto fitPart = [&](int k, heur::Fit fit) {
+      try {
+        heur::Placer placer(mp);
+        Part& part = parts[k];
+        part.offsets.assign(mp.buffers.size(), 0);
+        part.height = placer.place(order, 0, fit, part.offsets, k == 0 ? nullptr : &stop);
+        part.label = heur::passName({def, fit});
+        part.fit = fit;
+        part.work = placer.work();
+        if (k == 0 && part.height <= target) stop = true;
+      } catch (...) {
+        parts[k].error = std::current_exception();
+        if (k == 0) stop = true;
+      }
+    };
+    auto greedyPart = [&] {
+      if (!p_.executorch_greedy) return;
+      for (const Buffer& b : problem.buffers)
+        if (b.fixed_offset) return;  // greedy places every buffer itself
+      try {
+        const PoolSolution g = detail::executorchGreedy(problem, true, &stop);
+        if (g.offsets.empty()) return;  // stopped
+        Part& part = parts[2];
+        part.offsets.resize(m.members.size());
+        for (std::size_t k = 0; k < part.offsets.size(); ++k)
+          part.offsets[k] = g.offsets[m.members[k].front()];
+        part.height = pool::placementHeight(mp, part.offsets);
+        part.label = "greedy";
+        part.work = g.work;
+      } catch (const PlanError&) {
+        // ExecuTorch's own failure modes (e.g. a pool too large) are not ours.
+      }
+    };
+    const unsigned threads = p_.threads ? p_.threads : std::thread::hardware_concurrency();
+    if (threads >= 2) {
+      std::thread second([&] { fitPart(1, heur::Fit::Best); });
+      std::thread third;
+      if (threads >= 3) third = std::thread(greedyPart);
+      fitPart(0, heur::Fit::First);
+      if (threads < 3) greedyPart();
+      second.join();
+      if (third.joinable()) third.join();
+    } else {
+      fitPart(0, heur::Fit::First);
+      if (!stop) fitPart(1, heur::Fit::Best);
+      if (!stop) greedyPart();
     }
-    if (!pool::checkPlacement(problem, g.offsets).empty()) return;
-    std::vector<Offset> merged(m.members.size());
-    for (std::size_t k = 0; k < merged.size(); ++k) merged[k] = g.offsets[m.members[k].front()];
-    if (best.offer(pool::placementHeight(m.problem, merged), merged, "greedy")) best.order.clear();
+    if (parts[0].error) std::rethrow_exception(parts[0].error);
+    if (!stop && parts[1].error) std::rethrow_exception(parts[1].error);
+    const bool done = parts[0].height <= target;
+    pass_work = parts[0].work;
+    for (int k = 0; k < 3; ++k) {
+      Part& part = parts[k];
+      if (done && k > 0) continue;  // cut short or not: first fit stands
+      work += part.work;
+      if (part.height == heur::Placer::kStopped || part.height >= best.height) continue;
+      // ExecuTorch's greedy ignores alignment above 16 and may place
+      // in-place results unsafely: kept only when its plan is safe.
+      if (k == 2 && !pool::checkPlacement(problem, pool::expandOffsets(m, part.offsets)).empty())
+        continue;
+      best.offer(part.height, part.offsets, part.label);
+      if (k < 2) {
+        best.order = order;
+        best.fit = part.fit;
+      } else {
+        best.order.clear();
+      }
+    }
   }
 
   AutoParams p_;

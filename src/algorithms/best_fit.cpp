@@ -134,32 +134,46 @@ std::vector<BufferId> makeOrder(const PoolProblem& merged, Order order) {
       break;
     }
   }
-  std::sort(free.begin(), free.end(), [&](BufferId a, BufferId b) {
-    if (order == Order::SizeDesc) {
-      if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
-      if (key[a] != key[b]) return key[a] > key[b];
-      return a < b;
-    }
-    if (key[a] != key[b]) return key[a] > key[b];
-    if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
-    return a < b;
+  // Sorted on compact keys (not through the buffers: cache-friendly at a
+  // million buffers). Size order: size, then the key; others the reverse.
+  struct Sortable {
+    long double first, second;
+    BufferId id;
+  };
+  std::vector<Sortable> keyed;
+  keyed.reserve(free.size());
+  for (BufferId b : free) {
+    const auto size = static_cast<long double>(bufs[b].size);
+    keyed.push_back(order == Order::SizeDesc ? Sortable{size, key[b], b} : Sortable{key[b], size, b});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Sortable& a, const Sortable& b) {
+    if (a.first != b.first) return a.first > b.first;
+    if (a.second != b.second) return a.second > b.second;
+    return a.id < b.id;
   });
-  pinned.insert(pinned.end(), free.begin(), free.end());
+  for (const Sortable& k : keyed) pinned.push_back(k.id);
   return pinned;
 }
 
 PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
                              std::span<const Pass> passes, Bytes stop_at,
-                             std::uint64_t work_cap) {
+                             std::uint64_t work_cap, std::uint64_t pass_estimate) {
   PortfolioResult best;
   best.height = std::numeric_limits<Bytes>::max();
   std::vector<Offset> offsets(merged.buffers.size(), 0);
   const std::uint64_t work0 = placer.work();
   std::vector<BufferId> order;
+  std::uint64_t pass_cost = pass_estimate;  // the costliest pass so far
   for (std::size_t k = 0; k < passes.size(); ++k) {
     const Pass& p = passes[k];
+    const std::uint64_t spent = placer.work() - work0;
+    // Not a pass that would overrun the cap (the first runs unless an
+    // estimate says so).
+    if ((k > 0 || pass_estimate > 0) && (spent >= work_cap || work_cap - spent < pass_cost)) break;
     if (k == 0 || p.order != passes[k - 1].order) order = makeOrder(merged, p.order);
+    const std::uint64_t before = placer.work();
     const Bytes h = placer.place(order, 0, p.fit, offsets);
+    pass_cost = std::max(pass_cost, placer.work() - before);
     ++best.passes;
     if (h < best.height) {
       best.height = h;
@@ -167,7 +181,7 @@ PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
       best.order = order;
       best.pass = p;
     }
-    if (best.height <= stop_at || placer.work() - work0 >= work_cap) break;
+    if (best.height <= stop_at) break;
   }
   best.work = placer.work() - work0;
   return best;

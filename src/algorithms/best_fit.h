@@ -59,11 +59,13 @@ struct PortfolioResult {
   std::uint64_t work = 0;
   std::size_t passes = 0;       // passes run
 };
-// Runs `passes` in turn; stops at `stop_at` or once `work_cap` work units
-// are spent (after at least one pass).
+// Runs `passes` in turn; stops at `stop_at`, or before a pass that would
+// take the work past `work_cap` (as costly as the costliest so far, or
+// `pass_estimate`; without an estimate the first pass always runs).
 PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
                              std::span<const Pass> passes, Bytes stop_at = 0,
-                             std::uint64_t work_cap = ~std::uint64_t{0});
+                             std::uint64_t work_cap = ~std::uint64_t{0},
+                             std::uint64_t pass_estimate = 0);
 // Every order with best fit then first fit.
 std::vector<Pass> allPasses();
 

@@ -41,6 +41,7 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/greedy.h"
 #include "memplan/algorithm.h"
 
 namespace memplan {
@@ -227,6 +228,79 @@ class Objects {
   std::uint64_t work_ = 0;
 };
 
+}  // namespace
+
+namespace detail {
+
+PoolSolution executorchGreedy(const PoolProblem& problem, bool allow_overlapping,
+                              const std::atomic<bool>* stop) {
+  const std::vector<BufferId> root = detail::inplaceRoots(problem);
+  const auto& bufs = problem.buffers;
+  const auto n = static_cast<BufferId>(bufs.size());
+
+  // 1. Order: key descending, ties by insertion index descending.
+  std::vector<BufferId> order;
+  order.reserve(n);
+  std::vector<Bytes> key(n, 0);
+  for (BufferId i = 0; i < n; ++i) {
+    if (root[i] != i) continue;
+    // nbytes is 0 only for empty specs (then size is 0 too); buffer lists
+    // without nbytes sort on their size.
+    const Bytes raw = bufs[i].nbytes != 0 ? bufs[i].nbytes : bufs[i].size;
+    key[i] = alignUp(raw, kSortAlignment).value_or(kMaxBytes);
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](BufferId a, BufferId b) {
+    return key[a] != key[b] ? key[a] > key[b] : a > b;
+  });
+
+  // 2. Shared objects.
+  Objects objects(problem);
+  std::vector<Offset> local(n, 0);  // offset inside the object
+  std::vector<std::int32_t> obj_of(n, kNone);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (stop && (k & 1023) == 0 && stop->load(std::memory_order_relaxed)) return {};
+    const BufferId b = order[k];
+    const auto [picked, at] = objects.pick(b, allow_overlapping);
+    local[b] = at;
+    obj_of[b] = picked;
+  }
+  const std::uint64_t work = objects.work();
+
+  // 3. Materialize after the reserved prefix.
+  PoolSolution sol;
+  sol.algorithm = allow_overlapping ? "greedy" : "greedy_no_overlap";
+  sol.work = work;
+  Bytes end = problem.reserved;
+  std::vector<Offset> object_offset(objects.count());
+  for (std::size_t o = 0; o < objects.count(); ++o) {
+    object_offset[o] = end;
+    const auto grown = checkedAdd(end, objects.size(o));
+    if (!grown) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+    end = *grown;
+  }
+  if (!order.empty()) {
+    const auto padded = checkedAdd(end, problem.extra_padding);
+    if (!padded) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+    end = *padded;
+  }
+  sol.size = end;
+
+  // 4. Offsets; in-place buffers follow their root.
+  sol.offsets.assign(n, 0);
+  sol.mem_obj_ids.assign(n, 0);
+  for (BufferId i = 0; i < n; ++i) {
+    const BufferId r = root[i];
+    sol.offsets[i] = object_offset[obj_of[r]] + local[r];
+    sol.mem_obj_ids[i] = obj_of[r];
+  }
+  return sol;
+}
+
+}  // namespace detail
+
+namespace {
+
 class ExecutorchGreedy final : public Algorithm {
  public:
   explicit ExecutorchGreedy(bool allow_overlapping)
@@ -249,64 +323,8 @@ class ExecutorchGreedy final : public Algorithm {
   }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
-    const std::vector<BufferId> root = detail::inplaceRoots(problem);
-    const auto& bufs = problem.buffers;
-    const auto n = static_cast<BufferId>(bufs.size());
-
-    // 1. Order: key descending, ties by insertion index descending.
-    std::vector<BufferId> order;
-    order.reserve(n);
-    std::vector<Bytes> key(n, 0);
-    for (BufferId i = 0; i < n; ++i) {
-      if (root[i] != i) continue;
-      // nbytes is 0 only for empty specs (then size is 0 too); buffer lists
-      // without nbytes sort on their size.
-      const Bytes raw = bufs[i].nbytes != 0 ? bufs[i].nbytes : bufs[i].size;
-      key[i] = alignUp(raw, kSortAlignment).value_or(kMaxBytes);
-      order.push_back(i);
-    }
-    std::sort(order.begin(), order.end(), [&](BufferId a, BufferId b) {
-      return key[a] != key[b] ? key[a] > key[b] : a > b;
-    });
-
-    // 2. Shared objects.
-    Objects objects(problem);
-    std::vector<Offset> local(n, 0);  // offset inside the object
-    std::vector<std::int32_t> obj_of(n, kNone);
-    for (BufferId b : order) {
-      const auto [picked, at] = objects.pick(b, allow_overlapping_);
-      local[b] = at;
-      obj_of[b] = picked;
-    }
-    const std::uint64_t work = objects.work();
-
-    // 3. Materialize after the reserved prefix.
-    PoolSolution sol;
+    PoolSolution sol = detail::executorchGreedy(problem, allow_overlapping_, nullptr);
     sol.algorithm = std::string(name());
-    sol.work = work;
-    Bytes end = problem.reserved;
-    std::vector<Offset> object_offset(objects.count());
-    for (std::size_t o = 0; o < objects.count(); ++o) {
-      object_offset[o] = end;
-      const auto grown = checkedAdd(end, objects.size(o));
-      if (!grown) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-      end = *grown;
-    }
-    if (!order.empty()) {
-      const auto padded = checkedAdd(end, problem.extra_padding);
-      if (!padded) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-      end = *padded;
-    }
-    sol.size = end;
-
-    // 4. Offsets; in-place buffers follow their root.
-    sol.offsets.assign(n, 0);
-    sol.mem_obj_ids.assign(n, 0);
-    for (BufferId i = 0; i < n; ++i) {
-      const BufferId r = root[i];
-      sol.offsets[i] = object_offset[obj_of[r]] + local[r];
-      sol.mem_obj_ids[i] = obj_of[r];
-    }
     return sol;
   }
 

@@ -12,53 +12,66 @@ namespace memplan::heur {
 
 std::string_view fitName(Fit f) { return f == Fit::Best ? "best" : "first"; }
 
-void Placer::List::insert(const Key& k, BufferId id) {
+void Placer::List::insert(const Key& k) {
   const auto pos = std::upper_bound(keys.begin(), keys.end(), k.lo,
                                     [](Offset x, const Key& y) { return x < y.lo; });
-  ids.insert(ids.begin() + (pos - keys.begin()), id);
   keys.insert(pos, k);
 }
 
 void Placer::List::erase(Offset lo, BufferId id) {
   auto pos = std::lower_bound(keys.begin(), keys.end(), lo,
                               [](const Key& y, Offset x) { return y.lo < x; });
-  std::size_t j = static_cast<std::size_t>(pos - keys.begin());
-  while (j < ids.size() && ids[j] != id) ++j;
-  if (j == ids.size()) return;
-  keys.erase(keys.begin() + static_cast<std::ptrdiff_t>(j));
-  ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(j));
+  while (pos != keys.end() && pos->id != id) ++pos;
+  if (pos != keys.end()) keys.erase(pos);
 }
 
 Placer::Placer(const PoolProblem& merged) : bufs_(merged.buffers), floor_(merged.reserved) {
   const std::size_t n = bufs_.size();
-  // Time ranks: the distinct start and end values, in order.
-  std::vector<TimeValue> times;
-  times.reserve(2 * n);
-  for (const Buffer& b : bufs_) {
-    times.push_back(b.start);
-    times.push_back(b.end);
+  // Time ranks: the distinct start and end values, in order (one sort of
+  // (time, buffer) pairs, then a sweep).
+  std::vector<std::pair<TimeValue, std::uint32_t>> events;  // buffer*2 (+1: end)
+  events.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    events.emplace_back(bufs_[i].start, static_cast<std::uint32_t>(2 * i));
+    events.emplace_back(bufs_[i].end, static_cast<std::uint32_t>(2 * i + 1));
   }
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::sort(events.begin(), events.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   rs_.resize(n);
   re_.resize(n);
   gapped_.resize(n);
+  std::int32_t rank = -1;
+  for (std::size_t k = 0; k < events.size(); ++k) {
+    if (k == 0 || events[k].first != events[k - 1].first) ++rank;
+    const std::uint32_t e = events[k].second;
+    (e & 1 ? re_ : rs_)[e / 2] = rank;
+  }
+  const std::size_t ranks = static_cast<std::size_t>(rank + 1);
   std::uint64_t span = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const Buffer& b = bufs_[i];
-    rs_[i] = static_cast<std::int32_t>(std::lower_bound(times.begin(), times.end(), b.start) -
-                                       times.begin());
-    re_[i] = static_cast<std::int32_t>(std::lower_bound(times.begin(), times.end(), b.end) -
-                                       times.begin());
     if (re_[i] <= rs_[i]) re_[i] = rs_[i] + 1;  // merged problems have end > start
-    gapped_[i] = !b.gaps.empty();
+    gapped_[i] = !bufs_[i].gaps.empty();
     any_gapped_ = any_gapped_ || gapped_[i];
     span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
   }
   // Twice the mean lifetime: most lifetimes fit in one bucket, each bucket
   // holds about three lifetimes' worth of buffers.
   width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(2 * span / n)) : 1;
-  buckets_.resize(times.size() / width_ + 1);
+  buckets_.resize(ranks / width_ + 1);
+  // Each list gets room for every buffer it could ever hold, once: no
+  // reallocation (and no copying) while placing.
+  {
+    std::vector<std::uint32_t> all(buckets_.size(), 0), own(buckets_.size(), 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (bufs_[i].size == 0) continue;
+      ++own[firstBucket(static_cast<BufferId>(i))];
+      for (std::size_t k = firstBucket(static_cast<BufferId>(i)), last = lastBucket(static_cast<BufferId>(i)); k <= last; ++k) ++all[k];
+    }
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      buckets_[k].all.keys.reserve(all[k]);
+      buckets_[k].own.keys.reserve(own[k]);
+    }
+  }
   at_.assign(n, kUnmarked);
   runs_.reserve(64);
 }
@@ -75,10 +88,10 @@ void Placer::mark(BufferId b, Offset at) {
   at_[b] = at;
   const Buffer& buf = bufs_[b];
   if (buf.size == 0) return;  // holds nothing; would only split gaps
-  const Key k{at, at + buf.size, rs_[b], re_[b]};
+  const Key k{at, at + buf.size, rs_[b], re_[b], b};
   const std::size_t first = firstBucket(b), last = lastBucket(b);
-  buckets_[first].own.insert(k, b);
-  for (std::size_t j = first; j <= last; ++j) buckets_[j].all.insert(k, b);
+  buckets_[first].own.insert(k);
+  for (std::size_t j = first; j <= last; ++j) buckets_[j].all.insert(k);
   work_ += 2 + last - first;
 }
 
@@ -99,27 +112,15 @@ void Placer::markAll(std::span<const BufferId> ids, const std::vector<Offset>& o
     at_[b] = offsets[b];
     const Buffer& buf = bufs_[b];
     if (buf.size == 0) continue;
-    const Key k{offsets[b], offsets[b] + buf.size, rs_[b], re_[b]};
+    const Key k{offsets[b], offsets[b] + buf.size, rs_[b], re_[b], b};
     const std::size_t first = firstBucket(b), last = lastBucket(b);
     buckets_[first].own.keys.push_back(k);
-    buckets_[first].own.ids.push_back(b);
-    for (std::size_t j = first; j <= last; ++j) {
-      buckets_[j].all.keys.push_back(k);
-      buckets_[j].all.ids.push_back(b);
-    }
+    for (std::size_t j = first; j <= last; ++j) buckets_[j].all.keys.push_back(k);
   }
-  std::vector<std::pair<Key, BufferId>> tmp;
-  auto sortList = [&](List& l) {
-    if (l.keys.size() < 2) return;
-    tmp.clear();
-    for (std::size_t j = 0; j < l.keys.size(); ++j) tmp.emplace_back(l.keys[j], l.ids[j]);
-    std::sort(tmp.begin(), tmp.end(), [](const auto& x, const auto& y) {
-      return x.first.lo != y.first.lo ? x.first.lo < y.first.lo : x.second < y.second;
+  auto sortList = [](List& l) {
+    std::sort(l.keys.begin(), l.keys.end(), [](const Key& x, const Key& y) {
+      return x.lo != y.lo ? x.lo < y.lo : x.id < y.id;
     });
-    for (std::size_t j = 0; j < tmp.size(); ++j) {
-      l.keys[j] = tmp[j].first;
-      l.ids[j] = tmp[j].second;
-    }
   };
   for (auto& bucket : buckets_) {
     sortList(bucket.all);
@@ -134,7 +135,7 @@ template <typename F>
 void Placer::forEachList(BufferId id, F&& f) {
   const std::int32_t rs = rs_[id], re = re_[id];
   const std::size_t first = firstBucket(id), last = lastBucket(id);
-  f(buckets_[first].all, [rs, re](const Key& k) { return k.rs < re && k.re > rs; });
+  f(buckets_[first].all, [rs, re](const Key& k) { return (k.rs < re) & (k.re > rs); });
   // Later buckets: started after b did, alive if starting before b ends.
   for (std::size_t j = first + 1; j <= last; ++j)
     f(buckets_[j].own, [re](const Key& k) { return k.rs < re; });
@@ -166,14 +167,14 @@ void Placer::gather(BufferId id) {
       for (std::size_t j = 0; j < n; ++j) {
         const Key& k = l.keys[j];
         if (!keep(k)) continue;
-        if (!gapped_[id] && !gapped_[l.ids[j]]) {
+        if (!gapped_[id] && !gapped_[k.id]) {
           out[c++] = {k.lo, k.hi};
           continue;
         }
         // b at x is clear of the entry iff x >= lo + above or
         // x + below <= lo; as a range for the gap walk (x + size <= lo or
         // x >= hi): [lo - below + size, lo + above).
-        const auto cl = pool::clearance(bufs_[l.ids[j]], b);
+        const auto cl = pool::clearance(bufs_[k.id], b);
         if (!cl) continue;
         merged_.push_back({k.lo + b.size - std::min(cl->below, k.lo + b.size), k.lo + cl->above});
         ++unsorted;
@@ -222,7 +223,8 @@ class GapWalk {
   // False once the walk is decided (first fit found its gap, or a gap of
   // exactly the size was found).
   bool visit(Offset lo, Offset hi, bool keep) {
-    if (keep && lo >= cursor_ + size_) {  // room below lo, before alignment
+    // Bitwise, not short-circuit: the keep flag is unpredictable.
+    if (__builtin_expect(keep & (lo >= cursor_ + size_), 0)) {  // room below lo
       const Offset cand = alignUpFast(cursor_);
       if (cand <= lo && size_ <= lo - cand) {
         const Bytes gap = lo - cursor_;
@@ -233,7 +235,8 @@ class GapWalk {
         if (first_ || gap == size_) return false;
       }
     }
-    cursor_ = keep && hi > cursor_ ? hi : cursor_;
+    const Offset top = keep ? hi : 0;
+    cursor_ = top > cursor_ ? top : cursor_;
     return true;
   }
   // The chosen offset: the best gap, else the aligned top.
@@ -273,7 +276,7 @@ Offset Placer::choose(BufferId id, Fit fit) {
     const std::int32_t rs = rs_[id], re = re_[id];
     std::size_t k = 0;
     for (; k < keys.size(); ++k)
-      if (!walk.visit(keys[k].lo, keys[k].hi, keys[k].rs < re && keys[k].re > rs)) break;
+      if (!walk.visit(keys[k].lo, keys[k].hi, (keys[k].rs < re) & (keys[k].re > rs))) break;
     work_ += k;
     return walk.result(b);
   }
@@ -298,7 +301,7 @@ void Placer::overlapping(BufferId id, std::vector<BufferId>& out) {
   forEachList(id, [&](const List& l, auto keep) {
     work_ += l.keys.size();
     for (std::size_t j = 0; j < l.keys.size(); ++j) {
-      const BufferId o = l.ids[j];
+      const BufferId o = l.keys[j].id;
       if (o == id || !keep(l.keys[j])) continue;
       if ((gapped_[id] || gapped_[o]) && !pool::clearance(bufs_[o], b)) continue;
       out.push_back(o);
@@ -307,7 +310,7 @@ void Placer::overlapping(BufferId id, std::vector<BufferId>& out) {
 }
 
 Bytes Placer::place(std::span<const BufferId> order, std::size_t from, Fit fit,
-                    std::vector<Offset>& offsets) {
+                    std::vector<Offset>& offsets, const std::atomic<bool>* stop) {
   Bytes height = floor_;
   for (std::size_t k = 0; k < from; ++k) {
     const Buffer& b = bufs_[order[k]];
@@ -315,6 +318,7 @@ Bytes Placer::place(std::span<const BufferId> order, std::size_t from, Fit fit,
   }
   markAll(order.subspan(0, from), offsets);
   for (std::size_t k = from; k < order.size(); ++k) {
+    if (stop && (k & 1023) == 0 && stop->load(std::memory_order_relaxed)) return kStopped;
     const BufferId id = order[k];
     const Offset at = choose(id, fit);
     offsets[id] = at;

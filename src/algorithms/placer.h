@@ -29,6 +29,7 @@
 // pairs, alignment >= 1, end > start, normalized gaps.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -43,14 +44,16 @@ std::string_view fitName(Fit f);
 
 class Placer {
  public:
+  static constexpr Bytes kStopped = ~Bytes{0};
   explicit Placer(const PoolProblem& merged);
 
   // Places order[from..] given that order[0..from) already sit at
   // `offsets` (offsets of the other buffers are ignored and overwritten).
-  // Returns the height max(offset + size), at least the reserved prefix.
-  // Throws PlanError if the pool would exceed kMaxBytes.
+  // Returns the height max(offset + size), at least the reserved prefix;
+  // kStopped when `stop` became true first (the pass gave up). Throws
+  // PlanError if the pool would exceed kMaxBytes.
   Bytes place(std::span<const BufferId> order, std::size_t from, Fit fit,
-              std::vector<Offset>& offsets);
+              std::vector<Offset>& offsets, const std::atomic<bool>* stop = nullptr);
 
   // Incremental use (local search, hints): the placed set is what is marked.
   void clear();                                   // nothing placed
@@ -77,18 +80,14 @@ class Placer {
   struct Key {
     Offset lo, hi;
     std::int32_t rs, re;
+    BufferId id;
   };
-  // Keys sorted by lo, with their buffers alongside (read only for
-  // buffers with gaps, overlapping() and unmark()).
+  // Keys sorted by lo.
   struct List {
     std::vector<Key> keys;
-    std::vector<BufferId> ids;
-    void insert(const Key& k, BufferId id);
+    void insert(const Key& k);
     void erase(Offset lo, BufferId id);
-    void clear() {
-      keys.clear();
-      ids.clear();
-    }
+    void clear() { keys.clear(); }
   };
   // A bucket lists the marked buffers alive in it (all) and, apart, those
   // that start in it (own): a lifetime spanning buckets reads the first
