@@ -1,19 +1,26 @@
-// Exact search on the MiniMalloc challenging instances and real traces.
-// Prints one row per instance: buffers, lower bound, the starting height
-// (best-fit), the height reached, whether it is proven optimal, search
-// nodes, wall and CPU seconds of exact search and wall seconds of the
-// starting heuristic.
+// The MiniMalloc benchmark: the eleven challenging instances and the real
+// traces (tests/data), planned as the CLI plans them (default: "auto" at
+// default settings). Prints a markdown table: buffers, lower bound, height,
+// ratio, the proven lower bound, proven optimal or not, wall and CPU
+// seconds; then the total time. Every plan is checked independently.
 //
-//   exact_bench [node_limit] [file...]   (default: the benchmark lists in tests/data)
-#include <algorithm>
-#include <cctype>
+//   exact_bench [--algorithm NAME] [--effort X] [--time-limit S]
+//               [--capacity C] [file...]
+//
+// --capacity C runs the decision search alone (exact::solveWithinCapacity)
+// at that capacity, as MiniMalloc runs: found / infeasible / undecided and
+// its time (node limit scaled by --effort).
+#include <sys/resource.h>
+
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "algorithms/exact_search.h"
 #include "algorithms/pool_util.h"
@@ -25,91 +32,104 @@ using namespace memplan;
 
 namespace {
 
-// Quick upper bound: best fit by size, lowest gap.
-std::vector<Offset> quickPlacement(const PoolProblem& p) {
-  std::vector<std::size_t> order(p.buffers.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return p.buffers[a].size != p.buffers[b].size ? p.buffers[a].size > p.buffers[b].size
-                                                  : a < b;
-  });
-  std::vector<Offset> off(p.buffers.size(), 0);
-  std::vector<std::size_t> placed;
-  std::vector<std::pair<Offset, Offset>> busy;
-  for (std::size_t b : order) {
-    busy.clear();
-    for (std::size_t o : placed)
-      if (p.buffers[b].overlaps(p.buffers[o])) busy.push_back({off[o], off[o] + p.buffers[o].size});
-    std::sort(busy.begin(), busy.end());
-    Offset x = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (x + p.buffers[b].size <= lo) break;
-      x = std::max(x, hi);
-    }
-    off[b] = x;
-    placed.push_back(b);
-  }
-  return off;
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  exact::ExactParams params;
-  int first_file = 1;
-  if (argc > 1 && std::isdigit(static_cast<unsigned char>(argv[1][0]))) {
-    params.node_limit = std::strtoull(argv[1], nullptr, 10);
-    first_file = 2;
-  }
-  if (const char* v = std::getenv("EXACT_UNALLOCATED_FLOOR")) params.unallocated_floor = v[0] == '1';
-  if (const char* v = std::getenv("EXACT_JITTER")) params.restart_jitter = std::atof(v);
+  std::string algorithm = "auto";
+  AlgorithmParams params;
+  std::optional<Bytes> capacity;
   std::vector<fs::path> files;
-  for (int i = first_file; i < argc; ++i) files.emplace_back(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--algorithm") && i + 1 < argc) algorithm = argv[++i];
+    else if (!std::strcmp(argv[i], "--effort") && i + 1 < argc) params.effort = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc)
+      params.time_limit_seconds = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--capacity") && i + 1 < argc)
+      capacity = std::strtoull(argv[++i], nullptr, 10);
+    else if (argv[i][0] == '-') {
+      std::fprintf(stderr,
+                   "usage: exact_bench [--algorithm A] [--effort X] [--time-limit S] "
+                   "[--capacity C] [file...]\n");
+      return 2;
+    } else {
+      files.emplace_back(argv[i]);
+    }
+  }
   if (files.empty()) {
     const fs::path data = MEMPLAN_DATA_DIR;
     for (const char* c : {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"})
       files.push_back(data / "minimalloc-challenging" / (std::string(c) + ".1048576.csv"));
-    files.push_back(data / "traces/resnet50.csv");
-    files.push_back(data / "traces/G_1.csv");
+    for (const char* t : {"resnet50", "G_1", "S_1"})
+      files.push_back(data / "traces" / (std::string(t) + ".csv"));
   }
-  std::printf("%-22s %7s %14s %14s %14s %7s %10s %8s %8s %8s\n", "instance", "buffers", "LB",
-              "start height", "height", "proven", "nodes", "seconds", "cpu s", "start s");
+  const auto algo = makeAlgorithm(algorithm);
+  if (!algo) {
+    std::fprintf(stderr, "unknown algorithm %s\n", algorithm.c_str());
+    return 2;
+  }
+  if (capacity)
+    fmt::print("| instance | buffers | capacity | result | nodes | wall s | cpu s |\n"
+               "|---|---:|---:|---|---:|---:|---:|\n");
+  else
+    fmt::print("| instance | buffers | LB | {} | / LB | proven bound | optimal | wall s | cpu s |\n"
+               "|---|---:|---:|---:|---:|---:|---|---:|---:|\n",
+               algorithm);
+  double total_wall = 0, total_cpu = 0;
+  int bad = 0;
   for (const fs::path& f : files) {
     if (!fs::exists(f)) {
-      std::printf("%-22s missing\n", f.filename().c_str());
+      fmt::print("| {} | missing |\n", f.filename().string());
       continue;
     }
     const BufferList list = readMiniMallocCsv(readFile(f), f.string());
     const PoolProblem& p = list.problem;
-    // Incumbent: the registered best-fit heuristic when present.
-    const auto t_start = std::chrono::steady_clock::now();
-    std::vector<Offset> start;
-    if (const auto bf = makeAlgorithm("best_fit")) {
-      AlgorithmParams ap;
-      ap.use_local_search = false;
-      ap.use_exact_search = false;
-      start = bf->solve(p, ap).offsets;
-    } else {
-      start = quickPlacement(p);
-    }
+    const std::string name = f.stem().string();
+    const double c0 = cpuSeconds();
     const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t c0 = std::clock();
-    const double start_secs = std::chrono::duration<double>(t0 - t_start).count();
-    const Bytes lb = lowerBound(p);
-    const exact::ExactResult r = exact::minimizeHeight(p, start, lb, params);
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // CPU seconds too: on a shared machine the wall clock also counts
-    // other processes' time slices.
-    const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-    const std::string err = pool::checkPlacement(p, r.offsets);
-    std::printf("%-22s %7zu %14llu %14llu %14llu %7s %10llu %8.3f %8.3f %8.3f%s%s\n",
-                f.filename().c_str(), p.buffers.size(), static_cast<unsigned long long>(lb),
-                static_cast<unsigned long long>(pool::placementHeight(p, start)),
-                static_cast<unsigned long long>(r.height), r.proven_optimal ? "yes" : "no",
-                static_cast<unsigned long long>(r.nodes), secs, cpu, start_secs,
-                err.empty() ? "" : "  INVALID: ", err.c_str());
+    if (capacity) {
+      exact::ExactParams ep;
+      ep.node_limit = static_cast<std::uint64_t>(params.effort * static_cast<double>(ep.node_limit));
+      ep.time_limit_seconds = params.time_limit_seconds;
+      const exact::ExactResult r = exact::solveWithinCapacity(p, *capacity, ep);
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double cpu = cpuSeconds() - c0;
+      total_wall += wall;
+      total_cpu += cpu;
+      std::string result = r.found ? fmt::format("fits, height {}", r.height)
+                           : r.proven_infeasible ? std::string("infeasible")
+                                                 : std::string("undecided");
+      if (r.found && !pool::checkPlacement(p, r.offsets).empty()) {
+        result += " INVALID";
+        ++bad;
+      }
+      fmt::print("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} |\n", name, p.buffers.size(),
+                 *capacity, result, r.nodes, wall, cpu);
+    } else {
+      const PoolSolution s = algo->solve(p, params);
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double cpu = cpuSeconds() - c0;
+      total_wall += wall;
+      total_cpu += cpu;
+      const Bytes lb = lowerBound(p);
+      const std::string err = pool::checkPlacement(p, s.offsets);
+      if (!err.empty()) {
+        ++bad;
+        std::fprintf(stderr, "INVALID %s: %s\n", name.c_str(), err.c_str());
+      }
+      fmt::print("| {} | {} | {} | {}{} | {:.4f} | {} | {} | {:.3f} | {:.3f} |\n", name,
+                 p.buffers.size(), lb, s.size, err.empty() ? "" : " INVALID",
+                 static_cast<double>(s.size) / static_cast<double>(std::max<Bytes>(1, lb)),
+                 s.lower_bound, s.proven_optimal ? "yes" : "no", wall, cpu);
+    }
     std::fflush(stdout);
   }
-  return 0;
+  fmt::print("\nTotal: {:.2f} s wall, {:.2f} s CPU\n", total_wall, total_cpu);
+  return bad ? 1 : 0;
 }

@@ -9,25 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/random.h"
 #include "memplan/algorithm.h"
 
 namespace memplan::bench {
-
-class SplitMix {
- public:
-  explicit SplitMix(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
- private:
-  std::uint64_t s_;
-};
 
 inline Bytes roundUp(Bytes v, Bytes a) { return (v + a - 1) / a * a; }
 
@@ -49,7 +34,7 @@ inline void addBuffer(PoolProblem& p, TimeValue start, TimeValue end, Bytes nbyt
 // 64 B to 4 MiB. About 2 buffers per step, so concurrency stays bounded
 // (like real models) whatever n is.
 inline PoolProblem modelLike(std::size_t n, std::uint64_t seed) {
-  SplitMix rng(seed);
+  SplitMix64 rng(seed);
   PoolProblem p;
   p.buffers.reserve(n);
   const auto steps = static_cast<TimeValue>(n / 2 + 1);
@@ -60,6 +45,23 @@ inline PoolProblem modelLike(std::size_t n, std::uint64_t seed) {
     const double lg = 6 + rng.unit() * 16;  // 2^6 .. 2^22
     addBuffer(p, start, std::min(steps, start + len), static_cast<Bytes>(std::exp2(lg)),
               rng.below(4) == 0 ? 64 : 16);
+  }
+  return p;
+}
+
+// The scale benchmark's lists: n buffers, one starting per step on
+// average (starts uniform over n steps), lengths log-uniform in 1..1000
+// steps, sizes log-uniform in 64 B..1 MiB (rounded up to 64, aligned to
+// 64). About 145 buffers are live at any time whatever n is.
+inline PoolProblem logUniform(std::size_t n, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto start = static_cast<TimeValue>(rng.below(n));
+    const auto len = static_cast<TimeValue>(std::exp(rng.unit() * std::log(1000.0)));
+    const auto bytes = static_cast<Bytes>(std::exp2(6 + rng.unit() * 14));
+    addBuffer(p, start, start + std::max<TimeValue>(1, len), bytes, 64);
   }
   return p;
 }

@@ -106,7 +106,8 @@ TEST(CliMistakes, ContradictoryFlags) {
               "MB, GB, KiB, MiB, GiB), got '5EiB'");
   expectError("plan " + c + " -a bestfit", 2,
               "memplan: --algorithm: unknown algorithm 'bestfit'; did you mean best_fit? (known: "
-              "best_fit, local_search, auto, exact, naive, greedy, greedy_no_overlap, suite, tflm_greedy)");
+              "best_fit, first_fit, local_search, auto, exact, naive, greedy, greedy_no_overlap, suite, "
+              "tflm_greedy)");
 }
 
 TEST(CliMistakes, ACapacityThatCannotBeMetIsExitCodeThree) {
@@ -156,8 +157,8 @@ TEST(CliMistakes, AlgorithmsAreListedOnceWithADescription) {
     EXPECT_TRUE(names.insert(name).second) << "listed twice: " << name;
     EXPECT_GT(line.size(), name.size() + 10) << "no description: " << line;
   }
-  EXPECT_EQ(count, 9);
-  for (const char* n : {"auto", "best_fit", "exact", "greedy", "greedy_no_overlap", "local_search", "naive", "suite", "tflm_greedy"})
+  EXPECT_EQ(count, 10);
+  for (const char* n : {"auto", "best_fit", "first_fit", "exact", "greedy", "greedy_no_overlap", "local_search", "naive", "suite", "tflm_greedy"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 

@@ -156,15 +156,23 @@ TEST(ExactSearch, MatchesBruteForceOnRandomPools) {
 
 TEST(ExactSearch, EverySwitchOffStillExact) {
   std::mt19937_64 rng(777);
-  for (int sw = 0; sw < 6; ++sw) {
+  for (int sw = 0; sw < 14; ++sw) {
     ExactParams params;
     switch (sw) {
-      case 0: params.canonical_order = false; break;
+      case 0: params.canonical_only = false; break;
       case 1: params.section_inference = false; break;
-      case 2: params.dominance = false; break;
-      case 3: params.decompose = false; break;
+      case 2: params.check_dominance = false; break;
+      case 3: params.dynamic_decomposition = false; break;
       case 4: params.restarts = false; break;
       case 5: params.unallocated_floor = false; break;
+      case 6: params.dynamic_ordering = false; break;
+      case 7: params.static_preordering = false; break;
+      case 8: params.monotonic_floor = false; break;
+      case 9: params.hatless_pruning = false; break;
+      case 10: params.symmetry_breaking = false; break;
+      case 11: params.capacity_inference = false; break;
+      case 12: params.pin_obstacles = false; break;
+      case 13: params.preorders = {"ZLU"}; break;
     }
     for (int round = 0; round < 40; ++round) {
       const PoolProblem p = randomProblem(rng, 2 + round % 6, round % 2 == 0);

@@ -53,18 +53,22 @@ struct PoolSolution {
   Bytes size = 0;                       // pool bytes (prefix + padding incl.)
   std::string algorithm;                // who produced it (suite: the winner)
   bool proven_optimal = false;          // size is the minimum possible
+  // Proven: no plan of this pool is smaller (at least lowerBound(); higher
+  // when a search proved more; 0 = not computed). size - lower_bound is the
+  // most a better algorithm could still gain.
+  Bytes lower_bound = 0;
   std::uint64_t work = 0;               // search nodes / moves spent
 };
 
-// Search effort. Every technique is a switch; effort is counted in work
-// units (nodes, moves), never in time, so results are deterministic.
+// What every algorithm shares. Effort is counted in work units (nodes,
+// moves), never in time, so results are deterministic; each algorithm's own
+// switches live in its own params struct (src/algorithms).
 struct AlgorithmParams {
   double effort = 1.0;                  // scales every work budget
   double time_limit_seconds = 0;        // 0 = none; optional wall-clock cap
+                                        // (the result can only improve with
+                                        // more time, never get worse)
   std::uint64_t seed = 0x6d656d706c616eULL;  // for randomized perturbation
-  bool use_local_search = true;         // iterated local search on orders
-  bool use_exact_search = true;         // branch and bound at the bound
-  bool use_executorch_in_portfolio = true;
   std::function<void(std::string_view)> progress;  // optional status line
 };
 

@@ -1,23 +1,17 @@
-// "auto", memplan's default algorithm. Per pool:
-//  1. Lower bound (sweep). No plan can be smaller.
-//  2. Heuristic portfolio: best fit and first fit in six orders (best_fit.h),
-//     plus ExecuTorch's greedy when params.use_executorch_in_portfolio, so
-//     auto is never worse than ExecuTorch. Stops at the lower bound.
-//  3. Iterated local search from the best heuristic placement
-//     (local_search.h) within a work budget; stops at the lower bound.
-//  4. Exact search (exact_search.h) from the best placement toward the
-//     lower bound, within a node budget.
-// The best placement wins; it is proven optimal when it reaches the lower
-// bound (or the exact search proves nothing lower fits). Budgets are work
-// counters scaled by params.effort; params.time_limit_seconds optionally
-// caps the wall clock on top.
+// "auto": see auto.h.
+#include "algorithms/auto.h"
+
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "algorithms/best_fit.h"
 #include "algorithms/exact_search.h"
+#include "algorithms/greedy.h"
 #include "algorithms/local_search.h"
 #include "algorithms/pool_util.h"
 
@@ -25,147 +19,231 @@ namespace memplan {
 
 namespace {
 
-// Default budgets at effort 1.
-constexpr std::uint64_t kLocalSearchBaseWork = 4'000'000;
-constexpr std::uint64_t kLocalSearchWorkPerBuffer = 2'000;
-constexpr std::uint64_t kLocalSearchMaxWork = 40'000'000;
-// The portfolio stops starting passes after this much work: on very large
-// lists a few orders (the usual winners come first) must do.
-constexpr std::uint64_t kPortfolioMaxWork = 20'000'000;
-// Exact search only on pools up to this many (merged) buffers; above, the
-// local search alone works on the plan.
-constexpr std::size_t kExactMaxBuffers = 5'000;
-// ExecuTorch's greedy scans all shared objects per spec: skip it on lists
-// so large that it would dominate the run.
-constexpr std::size_t kExecutorchMaxBuffers = 20'000;
+using Clock = std::chrono::steady_clock;
+
+// The lowest placement so far.
+struct Best {
+  Bytes height = std::numeric_limits<Bytes>::max();
+  std::vector<Offset> offsets;  // merged
+  std::string label;
+  std::vector<BufferId> order;  // the order that built it (empty: none)
+  heur::Fit fit = heur::Fit::Best;
+  bool offer(Bytes h, const std::vector<Offset>& o, std::string_view l) {
+    if (h >= height) return false;
+    height = h;
+    offsets = o;
+    label = l;
+    return true;
+  }
+};
 
 class Auto : public Algorithm {
  public:
+  explicit Auto(const AutoParams& p) : p_(p) {}
+
   const AlgorithmInfo& info() const override {
     static const AlgorithmInfo kInfo{
         .name = "auto",
-        .summary = "memplan's default: lower bound, best-fit portfolio with ExecuTorch's greedy, "
-                   "local search, exact search; keeps the smallest",
+        .summary = "memplan's default: best fit, first fit and ExecuTorch's greedy, then other "
+                   "orders, local search and exact search; keeps the smallest",
+        .honours_gaps = true,
+        .honours_hints = true,
         .selects = true};
     return kInfo;
   }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-    auto report = [&](std::string_view stage, Bytes height, Bytes lb) {
-      if (!params.progress) return;
-      params.progress(fmt::format("{}: height {} ({:.4f}x lower bound {})", stage, height,
-                                  lb ? static_cast<double>(height) / static_cast<double>(lb) : 1.0,
-                                  lb));
+    auto outOfTime = [&] {
+      return params.time_limit_seconds > 0 && elapsed() >= params.time_limit_seconds;
+    };
+    const double effort = std::max(0.0, params.effort);
+    auto budget = [&](std::uint64_t work) {
+      return static_cast<std::uint64_t>(std::min(1e18, effort * static_cast<double>(work)));
     };
 
-    const auto merged = pool::mergeInplace(problem);
-    heur::checkPins(merged.problem);
-    const Bytes lb = lowerBound(problem);
-    const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
-    // Heights exclude the padding. Merged in-place groups may need more
-    // than the bound: nothing this pipeline builds goes below the merged
-    // problem's own bound, so search stops there.
-    const Bytes target =
-        (merged.merged_any ? std::max(lb, lowerBound(merged.problem)) : lb) - pad;
+    PoolSolution sol = pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
+                                                       const pool::Bounds& bounds) {
+      const PoolProblem& mp = m.problem;
+      const Bytes target = bounds.target;
+      auto report = [&](std::string_view stage, Bytes height) {
+        if (!params.progress) return;
+        params.progress(fmt::format("{}: height {} ({:.4f}x lower bound {})", stage, height,
+                                    target ? static_cast<double>(height) /
+                                                 static_cast<double>(target)
+                                           : 1.0,
+                                    target));
+      };
+      Best best;
+      std::uint64_t work = 0;
 
-    heur::Placer placer(merged.problem);
-    auto port = heur::runPortfolio(
-        merged.problem, placer, target,
-        static_cast<std::uint64_t>(std::max(0.0, params.effort) * kPortfolioMaxWork));
-    std::uint64_t work = port.work;
-    PoolSolution best = pool::makeSolution(
-        problem, pool::expandOffsets(merged, port.offsets),
-        fmt::format("best_fit({},{})", heur::orderName(port.which), heur::fitName(port.fit)), lb,
-        work);
-    report("heuristics", best.size, lb);
-    // Best placement of the merged groups so far (the exact search's start).
-    std::vector<Offset> own_offsets = best.offsets;
-    Bytes own_height = port.height;
+      // 1. The built-in heuristics, in full.
+      const heur::Order def = heur::FitParams{}.order;
+      const std::vector<BufferId> order = heur::makeOrder(mp, def);
+      std::uint64_t pass_work = 0;  // one pass of first fit
+      runParts(problem, m, order, target, best, work, pass_work);
+      report("heuristics", best.height);
 
-    if (!best.proven_optimal && params.use_executorch_in_portfolio &&
-        problem.buffers.size() <= kExecutorchMaxBuffers) {
-      if (auto greedy = makeAlgorithm("greedy")) {
-        try {
-          PoolSolution g = greedy->solve(problem, params);
-          // ExecuTorch ignores per-buffer alignment and places in-place
-          // results late (its defect 3): keep its plan only if it is safe.
-          if (pool::poolSize(problem, g.offsets) < best.size &&
-              pool::checkPlacementExact(problem, g.offsets).empty()) {
-            best = std::move(g);
-            best.size = pool::poolSize(problem, best.offsets);
-            best.proven_optimal = best.size <= lb;
-          }
-        } catch (const PlanError&) {
-          // ExecuTorch's own failure modes (e.g. unsorted specs) are not ours.
+      // 2. The other orders and fits.
+      heur::Placer placer(mp);
+      if (p_.portfolio && best.height > target && budget(p_.portfolio_work) > 0 && !outOfTime()) {
+        std::vector<heur::Pass> passes;
+        for (const heur::Pass& pass : heur::allPasses())
+          if (pass.order != def) passes.push_back(pass);
+        auto r = heur::runPortfolio(mp, placer, passes, target, budget(p_.portfolio_work),
+                                    std::max<std::uint64_t>(1, pass_work));
+        if (best.offer(r.height, r.offsets, heur::passName(r.pass))) {
+          best.order = r.order;
+          best.fit = r.pass.fit;
         }
+        report("portfolio", best.height);
       }
-    }
+      work += placer.work();
 
-    const bool out_of_time = params.time_limit_seconds > 0 && elapsed() >= params.time_limit_seconds;
-    if (!best.proven_optimal && params.use_local_search && !out_of_time) {
-      heur::LocalSearchParams lp;
-      lp.seed = params.seed;
-      lp.target = target;
-      if (params.time_limit_seconds > 0)
-        lp.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
-      lp.progress = params.progress;
-      const double budget =
-          params.effort *
-          static_cast<double>(std::min(kLocalSearchMaxWork,
-                                       kLocalSearchBaseWork + kLocalSearchWorkPerBuffer *
-                                                                  merged.problem.buffers.size()));
-      lp.work_limit = static_cast<std::uint64_t>(std::max(0.0, budget));
-      auto r = heur::improvePlacement(merged.problem, placer, port.order, port.fit,
-                                      port.offsets, lp);
-      work += r.work;
-      const Bytes size = r.height + pad;
-      if (size < best.size || (size == best.size && best.algorithm == "greedy")) {
-        best = pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets), "local_search",
-                                  lb, work);
+      // 3. Local search.
+      if (p_.local_search && best.height > target && effort > 0 &&
+          mp.buffers.size() <= p_.local_search_max_buffers && !outOfTime()) {
+        heur::LocalSearchParams lp;
+        lp.seed = params.seed;
+        lp.target = target;
+        if (params.time_limit_seconds > 0)
+          lp.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+        lp.progress = params.progress;
+        lp.work_limit = budget(std::min(p_.local_search_max_work,
+                                        p_.local_search_base_work +
+                                            p_.local_search_work_per_buffer * mp.buffers.size()));
+        if (best.order.empty()) best.order = order;
+        auto r = heur::improvePlacement(mp, placer, best.order, best.fit, best.offsets, lp);
+        work += r.work;
+        best.offer(r.height, r.offsets, "local_search");
+        report("local search", best.height);
       }
-      if (r.height < own_height) {
-        own_height = r.height;
-        own_offsets = pool::expandOffsets(merged, r.offsets);
+
+      // 4. Exact search.
+      pool::Placement out;
+      if (p_.exact_search && best.height > target && effort > 0 &&
+          mp.buffers.size() <= p_.exact_max_buffers && !outOfTime()) {
+        exact::ExactParams ep;
+        ep.node_limit = budget(ep.node_limit);
+        if (params.time_limit_seconds > 0)
+          ep.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+        const exact::ExactResult r = exact::minimizeHeight(mp, best.offsets, target, ep);
+        work += r.nodes;
+        if (r.found && r.height < best.height &&
+            pool::checkPlacement(mp, r.offsets).empty())
+          best.offer(r.height, r.offsets, "exact");
+        if (r.proven_optimal && r.height <= best.height) out.proven_optimal = true;
+        out.proven_height = r.proven_bound;
+        report("exact search", best.height);
       }
-      report("local search", best.size, lb);
-    }
-    const bool exact_time_left =
-        params.time_limit_seconds <= 0 || elapsed() < params.time_limit_seconds;
-    if (!best.proven_optimal && params.use_exact_search && exact_time_left &&
-        merged.problem.buffers.size() <= kExactMaxBuffers) {
-      exact::ExactParams ep;
-      ep.node_limit = static_cast<std::uint64_t>(
-          std::min(1e15, std::max(0.0, params.effort) * static_cast<double>(ep.node_limit)));
-      if (params.time_limit_seconds > 0)
-        ep.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
-      // The exact search starts from a placement of the merged groups:
-      // ours (ExecuTorch's may rely on its own in-place rule).
-      const Bytes height = best.size - pad;
-      const bool ours = pool::checkPlacement(problem, best.offsets).empty();
-      const exact::ExactResult r =
-          exact::minimizeHeight(problem, ours ? best.offsets : own_offsets, target, ep);
-      work += r.nodes;
-      if (r.found && r.height < height && pool::checkPlacement(problem, r.offsets).empty()) {
-        best = pool::makeSolution(problem, r.offsets, "exact", lb, work);
-      }
-      // With in-place groups merged, the search's floor is the merged
-      // problem's bound, which can exceed the true one: only a plan at the
-      // true bound is then proven optimal.
-      if (r.proven_optimal && r.height <= height && !merged.merged_any) best.proven_optimal = true;
-      report("exact search", best.size, lb);
-    }
-    best.work = work;
-    best.proven_optimal = best.proven_optimal || best.size <= lb;
-    if (best.algorithm.rfind("auto", 0) != 0) best.algorithm = "auto:" + best.algorithm;
-    return best;
+      out.offsets = std::move(best.offsets);
+      out.label = "auto:" + best.label;
+      out.work = work;
+      return out;
+    });
+    return sol;
   }
+
+ private:
+  // Stage 1: first fit and best fit in the default order and ExecuTorch's
+  // greedy, each in full, concurrently when threads allow. The lowest
+  // wins, ties in that order. Only first fit, the first in that order,
+  // may cut the others short (once at the target nothing beats it), so
+  // the result never depends on timing.
+  void runParts(const PoolProblem& problem, const pool::MergedProblem& m,
+                const std::vector<BufferId>& order, Bytes target, Best& best,
+                std::uint64_t& work, std::uint64_t& pass_work) const {
+    const PoolProblem& mp = m.problem;
+    struct Part {
+      Bytes height = heur::Placer::kStopped;
+      std::vector<Offset> offsets;  // merged
+      std::string label;
+      heur::Fit fit = heur::Fit::First;
+      std::uint64_t work = 0;
+      std::exception_ptr error;
+    };
+    Part parts[3];
+    std::atomic<bool> stop{false};
+    const heur::Order def = heur::FitParams{}.order;
+    auto fitPart = [&](int k, heur::Fit fit) {
+      try {
+        heur::Placer placer(mp);
+        Part& part = parts[k];
+        part.offsets.assign(mp.buffers.size(), 0);
+        part.height = placer.place(order, 0, fit, part.offsets, k == 0 ? nullptr : &stop);
+        part.label = heur::passName({def, fit});
+        part.fit = fit;
+        part.work = placer.work();
+        if (k == 0 && part.height <= target) stop = true;
+      } catch (...) {
+        parts[k].error = std::current_exception();
+        if (k == 0) stop = true;
+      }
+    };
+    auto greedyPart = [&] {
+      if (!p_.executorch_greedy) return;
+      for (const Buffer& b : problem.buffers)
+        if (b.fixed_offset) return;  // greedy places every buffer itself
+      try {
+        const PoolSolution g = detail::executorchGreedy(problem, true, &stop);
+        if (g.offsets.empty()) return;  // stopped
+        Part& part = parts[2];
+        part.offsets.resize(m.members.size());
+        for (std::size_t k = 0; k < part.offsets.size(); ++k)
+          part.offsets[k] = g.offsets[m.members[k].front()];
+        part.height = pool::placementHeight(mp, part.offsets);
+        part.label = "greedy";
+        part.work = g.work;
+      } catch (const PlanError&) {
+        // ExecuTorch's own failure modes (e.g. a pool too large) are not ours.
+      }
+    };
+    const unsigned threads = p_.threads ? p_.threads : std::thread::hardware_concurrency();
+    if (threads >= 2) {
+      std::thread second([&] { fitPart(1, heur::Fit::Best); });
+      std::thread third;
+      if (threads >= 3) third = std::thread(greedyPart);
+      fitPart(0, heur::Fit::First);
+      if (threads < 3) greedyPart();
+      second.join();
+      if (third.joinable()) third.join();
+    } else {
+      fitPart(0, heur::Fit::First);
+      if (!stop) fitPart(1, heur::Fit::Best);
+      if (!stop) greedyPart();
+    }
+    if (parts[0].error) std::rethrow_exception(parts[0].error);
+    if (!stop && parts[1].error) std::rethrow_exception(parts[1].error);
+    const bool done = parts[0].height <= target;
+    pass_work = parts[0].work;
+    for (int k = 0; k < 3; ++k) {
+      Part& part = parts[k];
+      if (done && k > 0) continue;  // cut short or not: first fit stands
+      work += part.work;
+      if (part.height == heur::Placer::kStopped || part.height >= best.height) continue;
+      // ExecuTorch's greedy ignores alignment above 16 and may place
+      // in-place results unsafely: kept only when its plan is safe.
+      if (k == 2 && !pool::checkPlacement(problem, pool::expandOffsets(m, part.offsets)).empty())
+        continue;
+      best.offer(part.height, part.offsets, part.label);
+      if (k < 2) {
+        best.order = order;
+        best.fit = part.fit;
+      } else {
+        best.order.clear();
+      }
+    }
+  }
+
+  AutoParams p_;
 };
 
 }  // namespace
 
-std::unique_ptr<Algorithm> makeAutoAlgorithm() { return std::make_unique<Auto>(); }
+std::unique_ptr<Algorithm> makeAutoAlgorithm(const AutoParams& params) {
+  return std::make_unique<Auto>(params);
+}
+std::unique_ptr<Algorithm> makeAutoAlgorithm() { return makeAutoAlgorithm(AutoParams{}); }
 
 }  // namespace memplan

@@ -1,4 +1,4 @@
-// "best_fit": a portfolio of offset-based greedy placements (see best_fit.h).
+// "best_fit", "first_fit" and the portfolios of passes (see best_fit.h).
 #include "algorithms/best_fit.h"
 
 #include <algorithm>
@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 
 #include "algorithms/pool_util.h"
+#include "memplan/algorithm.h"
 
 namespace memplan::heur {
 
 namespace {
-
-constexpr TimeValue kUnplaced = std::numeric_limits<TimeValue>::min();
 
 TimeValue length(const Buffer& b) { return b.end - b.start; }
 
@@ -90,8 +89,6 @@ std::string_view orderName(Order o) {
   return "?";
 }
 
-std::string_view fitName(Fit f) { return f == Fit::Best ? "best" : "first"; }
-
 std::vector<BufferId> makeOrder(const PoolProblem& merged, Order order) {
   const auto& bufs = merged.buffers;
   std::vector<BufferId> pinned, free;
@@ -137,260 +134,119 @@ std::vector<BufferId> makeOrder(const PoolProblem& merged, Order order) {
       break;
     }
   }
-  std::sort(free.begin(), free.end(), [&](BufferId a, BufferId b) {
-    if (order == Order::SizeDesc) {
-      if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
-      if (key[a] != key[b]) return key[a] > key[b];
-      return a < b;
-    }
-    if (key[a] != key[b]) return key[a] > key[b];
-    if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
-    return a < b;
+  // Sorted on compact keys (not through the buffers: cache-friendly at a
+  // million buffers). Size order: size, then the key; others the reverse.
+  struct Sortable {
+    long double first, second;
+    BufferId id;
+  };
+  std::vector<Sortable> keyed;
+  keyed.reserve(free.size());
+  for (BufferId b : free) {
+    const auto size = static_cast<long double>(bufs[b].size);
+    keyed.push_back(order == Order::SizeDesc ? Sortable{size, key[b], b} : Sortable{key[b], size, b});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Sortable& a, const Sortable& b) {
+    if (a.first != b.first) return a.first > b.first;
+    if (a.second != b.second) return a.second > b.second;
+    return a.id < b.id;
   });
-  pinned.insert(pinned.end(), free.begin(), free.end());
+  for (const Sortable& k : keyed) pinned.push_back(k.id);
   return pinned;
 }
 
-void checkPins(const PoolProblem& merged) {
-  PoolProblem pins;
-  pins.mem_id = merged.mem_id;
-  pins.reserved = merged.reserved;
-  std::vector<Offset> offsets;
-  for (const Buffer& b : merged.buffers) {
-    if (!b.fixed_offset) continue;
-    if (*b.fixed_offset > kMaxBytes || b.size > kMaxBytes - *b.fixed_offset)
-      throw PlanError(fmt::format("pool {}: buffer '{}' pinned at {} overflows", merged.mem_id,
-                                  b.name, *b.fixed_offset));
-    pins.buffers.push_back(b);
-    pins.buffers.back().id = static_cast<BufferId>(offsets.size());
-    offsets.push_back(*b.fixed_offset);
-  }
-  if (pins.buffers.empty()) return;
-  const std::string err = pool::checkPlacement(pins, offsets);
-  if (!err.empty())
-    throw PlanError(fmt::format("pool {}: pinned buffers cannot be honoured: {}", merged.mem_id, err));
-}
-
-Placer::Placer(const PoolProblem& merged) : bufs_(merged.buffers), floor_(merged.reserved) {
-  const std::size_t n = bufs_.size();
-  by_start_.resize(n);
-  std::iota(by_start_.begin(), by_start_.end(), 0);
-  std::sort(by_start_.begin(), by_start_.end(), [&](BufferId a, BufferId b) {
-    return std::pair(bufs_[a].start, a) < std::pair(bufs_[b].start, b);
-  });
-  starts_.resize(n);
-  ends_.assign(n, kUnplaced);
-  lo_.assign(n, 0);
-  sizes_.resize(n);
-  pos_of_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Buffer& b = bufs_[by_start_[i]];
-    starts_[i] = b.start;
-    sizes_[i] = b.size;
-    pos_of_[b.id] = static_cast<std::int32_t>(i);
-  }
-  const std::size_t blocks = (n + kBlock - 1) / kBlock;
-  while (leaves_ < blocks) leaves_ *= 2;
-  max_end_.assign(2 * leaves_, kUnplaced);
-  ranges_.reserve(std::min<std::size_t>(n, 1 << 16));
-  stack_.reserve(64);
-}
-
-void Placer::clear() {
-  std::fill(ends_.begin(), ends_.end(), kUnplaced);
-  std::fill(max_end_.begin(), max_end_.end(), kUnplaced);
-}
-
-void Placer::mark(BufferId b, Offset at) {
-  if (bufs_[b].size == 0) return;  // occupies nothing; would split gaps
-  const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
-  const TimeValue end = bufs_[b].end;
-  ends_[p] = end;
-  lo_[p] = at;
-  for (std::size_t i = leaves_ + p / kBlock; i >= 1 && max_end_[i] < end; i /= 2) max_end_[i] = end;
-}
-
-void Placer::updateBlock(std::size_t block) {
-  TimeValue m = kUnplaced;
-  const std::size_t first = block * kBlock, last = std::min(first + kBlock, ends_.size());
-  for (std::size_t p = first; p < last; ++p) m = std::max(m, ends_[p]);
-  std::size_t i = leaves_ + block;
-  max_end_[i] = m;
-  for (i /= 2; i >= 1; i /= 2) {
-    const TimeValue up = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
-    if (max_end_[i] == up) break;
-    max_end_[i] = up;
-  }
-}
-
-void Placer::unmark(BufferId b) {
-  const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
-  if (ends_[p] == kUnplaced) return;
-  ends_[p] = kUnplaced;
-  updateBlock(p / kBlock);
-}
-
-void Placer::markAll(std::span<const BufferId> ids, const std::vector<Offset>& offsets) {
-  clear();
-  for (BufferId b : ids) {
-    if (bufs_[b].size == 0) continue;
-    const std::size_t p = static_cast<std::size_t>(pos_of_[b]);
-    ends_[p] = bufs_[b].end;
-    lo_[p] = offsets[b];
-    TimeValue& leaf = max_end_[leaves_ + p / kBlock];
-    leaf = std::max(leaf, ends_[p]);
-  }
-  for (std::size_t i = leaves_; i-- > 1;) max_end_[i] = std::max(max_end_[2 * i], max_end_[2 * i + 1]);
-  work_ += ids.size() / 8;
-}
-
-// Calls f(position) for every marked buffer alive during b's lifetime.
-template <typename F>
-void Placer::forEachOverlap(BufferId id, F&& f) {
-  const Buffer& b = bufs_[id];
-  const TimeValue s = b.start, e = b.end;
-  // Only buffers starting before b ends can overlap it.
-  const std::size_t limit = std::lower_bound(starts_.begin(), starts_.end(), e) - starts_.begin();
-  if (limit == 0) return;
-  const std::size_t self = static_cast<std::size_t>(pos_of_[id]);
-  const std::size_t last_block = (limit - 1) / kBlock;
-  stack_.clear();
-  stack_.push_back(1);
-  while (!stack_.empty()) {
-    const std::uint32_t node = stack_.back();
-    stack_.pop_back();
-    ++work_;
-    if (max_end_[node] <= s) continue;  // nothing marked here lives past b's start
-    if (node >= leaves_) {
-      const std::size_t first = (node - leaves_) * kBlock;
-      const std::size_t last = std::min(first + kBlock, limit);
-      work_ += last - first;
-      for (std::size_t p = first; p < last; ++p)
-        if (ends_[p] > s && p != self) f(p);
-      continue;
-    }
-    // The right child holds later starts: skip it when its first block
-    // starts at or after b's end.
-    const int level = 63 - __builtin_clzll(node);
-    const std::size_t width = leaves_ >> (level + 1);
-    const std::size_t right_first =
-        (static_cast<std::size_t>(node) - (std::size_t{1} << level)) * 2 * width + width;
-    if (right_first <= last_block) stack_.push_back(2 * node + 1);
-    stack_.push_back(2 * node);
-  }
-}
-
-void Placer::overlapping(BufferId b, std::vector<BufferId>& out) {
-  out.clear();
-  forEachOverlap(b, [&](std::size_t p) { out.push_back(by_start_[p]); });
-}
-
-Offset Placer::choose(BufferId id, Fit fit) {
-  const Buffer& b = bufs_[id];
-  ++work_;
-  if (b.fixed_offset) return *b.fixed_offset;
-  if (b.size == 0) return *alignUp(floor_, b.alignment);
-  ranges_.clear();
-  forEachOverlap(id, [&](std::size_t p) { ranges_.emplace_back(lo_[p], lo_[p] + sizes_[p]); });
-  std::sort(ranges_.begin(), ranges_.end());
-  work_ += ranges_.size();
-  Offset cursor = floor_;
-  Bytes best_gap = std::numeric_limits<Bytes>::max();
-  for (const auto& [lo, hi] : ranges_) {
-    if (lo > cursor) {
-      const auto cand = alignUp(cursor, b.alignment);
-      if (cand && *cand + b.size <= lo) {
-        const Bytes gap = lo - cursor;
-        if (fit == Fit::First || gap == b.size) return *cand;
-        if (gap < best_gap) {
-          best_gap = gap;
-          best_ = *cand;
-        }
-      }
-    }
-    cursor = std::max(cursor, hi);
-  }
-  if (best_gap != std::numeric_limits<Bytes>::max()) return best_;
-  const auto top = alignUp(cursor, b.alignment);
-  if (!top || !checkedAdd(*top, b.size))
-    throw PlanError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name));
-  return *top;
-}
-
-Bytes Placer::place(const std::vector<BufferId>& order, std::size_t from, Fit fit,
-                    std::vector<Offset>& offsets) {
-  // Rebuild the marks from the kept prefix: O(n).
-  Bytes height = floor_;
-  for (std::size_t k = 0; k < from; ++k) {
-    const Buffer& b = bufs_[order[k]];
-    if (b.size > 0) height = std::max(height, offsets[b.id] + b.size);
-  }
-  markAll(std::span<const BufferId>(order.data(), from), offsets);
-  for (std::size_t k = from; k < order.size(); ++k) {
-    const BufferId id = order[k];
-    const Offset at = choose(id, fit);
-    offsets[id] = at;
-    mark(id, at);
-    if (bufs_[id].size > 0) height = std::max(height, at + bufs_[id].size);
-  }
-  return height;
-}
-
-PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer, Bytes stop_at,
-                             std::uint64_t work_cap) {
+PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
+                             std::span<const Pass> passes, Bytes stop_at,
+                             std::uint64_t work_cap, std::uint64_t pass_estimate) {
   PortfolioResult best;
   best.height = std::numeric_limits<Bytes>::max();
   std::vector<Offset> offsets(merged.buffers.size(), 0);
   const std::uint64_t work0 = placer.work();
-  for (Order o : kAllOrders) {
-    const auto order = makeOrder(merged, o);
-    for (Fit f : {Fit::Best, Fit::First}) {
-      const Bytes h = placer.place(order, 0, f, offsets);
-      if (h < best.height) {
-        best.height = h;
-        best.offsets = offsets;
-        best.order = order;
-        best.which = o;
-        best.fit = f;
-      }
-      if (best.height <= stop_at || placer.work() - work0 >= work_cap) break;
+  std::vector<BufferId> order;
+  std::uint64_t pass_cost = pass_estimate;  // the costliest pass so far
+  for (std::size_t k = 0; k < passes.size(); ++k) {
+    const Pass& p = passes[k];
+    const std::uint64_t spent = placer.work() - work0;
+    // Not a pass that would overrun the cap (the first runs unless an
+    // estimate says so).
+    if ((k > 0 || pass_estimate > 0) && (spent >= work_cap || work_cap - spent < pass_cost)) break;
+    if (k == 0 || p.order != passes[k - 1].order) order = makeOrder(merged, p.order);
+    const std::uint64_t before = placer.work();
+    const Bytes h = placer.place(order, 0, p.fit, offsets);
+    pass_cost = std::max(pass_cost, placer.work() - before);
+    ++best.passes;
+    if (h < best.height) {
+      best.height = h;
+      best.offsets = offsets;
+      best.order = order;
+      best.pass = p;
     }
-    if (best.height <= stop_at || placer.work() - work0 >= work_cap) break;
+    if (best.height <= stop_at) break;
   }
   best.work = placer.work() - work0;
   return best;
 }
 
+std::vector<Pass> allPasses() {
+  std::vector<Pass> out;
+  for (Order o : kAllOrders)
+    for (Fit f : {Fit::Best, Fit::First}) out.push_back({o, f});
+  return out;
+}
+
+std::string passName(const Pass& p) {
+  return fmt::format("{}_fit({})", p.fit == Fit::Best ? "best" : "first", orderName(p.order));
+}
+
 namespace {
 
-class BestFit : public Algorithm {
+class FitAlgorithm : public Algorithm {
  public:
+  FitAlgorithm(Fit fit, FitParams params) : fit_(fit), params_(params) {}
   const AlgorithmInfo& info() const override {
-    static const AlgorithmInfo kInfo{
+    static const AlgorithmInfo kBest{
         .name = "best_fit",
-        .summary = "offset-based best fit and first fit in six orders; keeps the lowest",
-        .selects = true};
-    return kInfo;
+        .summary = "each tensor, largest first, in the smallest free gap over its lifetime",
+        .honours_gaps = true,
+        .honours_hints = true};
+    static const AlgorithmInfo kFirst{
+        .name = "first_fit",
+        .summary = "each tensor, largest first, in the lowest free gap over its lifetime",
+        .honours_gaps = true,
+        .honours_hints = true};
+    return fit_ == Fit::Best ? kBest : kFirst;
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
-    const auto merged = pool::mergeInplace(problem);
-    checkPins(merged.problem);
-    // Portfolio minus padding target: stop early once at the lower bound.
-    const Bytes lb = lowerBound(problem);
-    const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
-    Placer placer(merged.problem);
-    auto r = runPortfolio(merged.problem, placer, lb - pad);
-    auto sol = pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets),
-                                  fmt::format("best_fit({},{})", orderName(r.which), fitName(r.fit)),
-                                  lb, r.work);
-    return sol;
+    return pool::solveOffsets(problem, [&](const pool::MergedProblem& m, const pool::Bounds&) {
+      Placer placer(m.problem);
+      const Pass pass{params_.order, fit_};
+      pool::Placement out;
+      out.offsets.assign(m.problem.buffers.size(), 0);
+      placer.place(makeOrder(m.problem, pass.order), 0, fit_, out.offsets);
+      out.label = passName(pass);
+      out.work = placer.work();
+      return out;
+    });
   }
+
+ private:
+  Fit fit_;
+  FitParams params_;
 };
 
 }  // namespace
 
+std::unique_ptr<Algorithm> makeFitAlgorithm(Fit fit, FitParams params) {
+  return std::make_unique<FitAlgorithm>(fit, params);
+}
+
 }  // namespace memplan::heur
 
 namespace memplan {
-std::unique_ptr<Algorithm> makeBestFitAlgorithm() { return std::make_unique<heur::BestFit>(); }
+std::unique_ptr<Algorithm> makeBestFitAlgorithm() {
+  return heur::makeFitAlgorithm(heur::Fit::Best, {});
+}
+std::unique_ptr<Algorithm> makeFirstFitAlgorithm() {
+  return heur::makeFitAlgorithm(heur::Fit::First, {});
+}
 }  // namespace memplan

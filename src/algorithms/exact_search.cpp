@@ -1,9 +1,10 @@
-// Exact search: see exact_search.h for the method.
+// Exact search: see exact_search.h for the techniques.
 #include "algorithms/exact_search.h"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "algorithms/pool_util.h"
@@ -11,51 +12,149 @@
 namespace memplan::exact {
 namespace {
 
-using SectionIdx = std::int32_t;
-using Idx = std::int32_t;  // index of a searched item
-constexpr Offset kUnplaced = std::numeric_limits<Offset>::max();
+using Idx = std::int32_t;         // a searched item (a merged buffer with bytes)
+using SectionIdx = std::int32_t;  // a section: time between two events
+using Clock = std::chrono::steady_clock;
+
+constexpr Offset kUnplaced = ~Offset{0};
+constexpr Idx kNoItem = -1;
 
 enum class Status { kFound, kNotFound, kAborted };
 
-// A buffer pinned by the caller: an obstacle the search steps over.
+// Sections [lo, hi) in which the item holds bytes [wlo, whi) of its own.
+struct Span {
+  SectionIdx lo, hi;
+  Bytes wlo, whi;
+};
+// `other` shares time with the item: placed above it, other's offset is at
+// least the item's + above.
+struct Adj {
+  Idx other;
+  Bytes above;
+};
+// A pinned item as an obstacle for another item of size s: x is clear iff
+// x + s <= lo or x >= hi.
 struct Obstacle {
-  Offset lo = 0, hi = 0;  // bytes [lo, hi)
+  Offset lo, hi;
 };
-
-// One entry of the dynamic order: an unplaced item and its lowest offset.
-struct OrderEntry {
+// One candidate of a node's dynamic order.
+struct Entry {
   Offset offset;
-  Idx pre;  // position in the static preorder
+  Idx pre;   // static preorder rank in its partition
+  Idx item;
+};
+struct Change {
+  std::int32_t idx;
+  bool is_floor;  // else a min_off
+  Offset old;
 };
 
-// Static preorders tried in turn by restarts: the keys compared (larger
-// first) before the item index. Total = the largest section total the item
-// lives in, Length = lifetime, Area = size x lifetime. Items that crowd the
-// fullest times, or live long, constrain the rest most: place them first.
-enum class Key { kTotal, kLength, kArea };
-constexpr Key kPreorders[][3] = {
-    {Key::kLength, Key::kArea, Key::kTotal},
-    {Key::kTotal, Key::kArea, Key::kLength},
-    {Key::kTotal, Key::kLength, Key::kArea},
-};
-constexpr int kNumPreorders = 3;
+Offset alignUpSat(Offset v, Bytes a) {
+  const auto r = alignUp(v, a);
+  return r ? *r : kUnplaced;
+}
 
-// The searched problem after merging in-place groups: items with a section
-// range; pinned items become obstacles.
+Bytes heightOf(const PoolProblem& problem, const std::vector<Offset>& offsets) {
+  Bytes h = 0;
+  for (std::size_t b = 0; b < problem.buffers.size(); ++b)
+    if (problem.buffers[b].size > 0) h = std::max(h, offsets[b] + problem.buffers[b].size);
+  return h;
+}
+
+// Section totals for the searches that need more than one section:
+// range add, range max, and "every section of a range above a threshold",
+// each in O(log S) (+ one per section reported). Lazy adds stay at the
+// nodes that cover a range (never pushed down).
+class MaxTree {
+ public:
+  void reset(const std::vector<Bytes>& values) {
+    n_ = values.size();
+    leaves_ = 1;
+    while (leaves_ < std::max<std::size_t>(1, n_)) leaves_ *= 2;
+    max_.assign(2 * leaves_, 0);
+    add_.assign(2 * leaves_, 0);
+    for (std::size_t i = 0; i < n_; ++i) max_[leaves_ + i] = static_cast<std::int64_t>(values[i]);
+    for (std::size_t i = leaves_; i-- > 1;) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+  }
+  // values[l..r) += delta.
+  void add(std::size_t l, std::size_t r, std::int64_t delta) { add(1, 0, leaves_, l, r, delta); }
+  // max(values[l..r)), 0 for an empty range.
+  std::int64_t max(std::size_t l, std::size_t r) const {
+    return l < r ? max(1, 0, leaves_, l, r) : 0;
+  }
+  // Calls f(i) for every i in [l, r) with values[i] > threshold.
+  template <typename F>
+  void forEachAbove(std::size_t l, std::size_t r, std::int64_t threshold, F&& f) const {
+    if (l < r) above(1, 0, leaves_, l, r, threshold, f);
+  }
+
+ private:
+  void add(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l, std::size_t r,
+           std::int64_t delta) {
+    if (r <= nl || nr <= l) return;
+    if (l <= nl && nr <= r) {
+      add_[node] += delta;
+      max_[node] += delta;
+      return;
+    }
+    const std::size_t mid = (nl + nr) / 2;
+    add(2 * node, nl, mid, l, r, delta);
+    add(2 * node + 1, mid, nr, l, r, delta);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+  }
+  std::int64_t max(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l,
+                   std::size_t r) const {
+    if (l <= nl && nr <= r) return max_[node];
+    const std::size_t mid = (nl + nr) / 2;
+    std::int64_t m = std::numeric_limits<std::int64_t>::min();
+    if (l < mid) m = std::max(m, max(2 * node, nl, mid, l, r));
+    if (mid < r) m = std::max(m, max(2 * node + 1, mid, nr, l, r));
+    return m + add_[node];
+  }
+  template <typename F>
+  void above(std::size_t node, std::size_t nl, std::size_t nr, std::size_t l, std::size_t r,
+             std::int64_t threshold, F& f) const {
+    if (r <= nl || nr <= l || max_[node] <= threshold) return;
+    if (nr - nl == 1) {
+      if (nl < n_) f(nl);
+      return;
+    }
+    const std::size_t mid = (nl + nr) / 2;
+    // Children's values exclude this node's pending add.
+    above(2 * node, nl, mid, l, r, threshold - add_[node], f);
+    above(2 * node + 1, mid, nr, l, r, threshold - add_[node], f);
+  }
+
+  std::size_t n_ = 0, leaves_ = 1;
+  std::vector<std::int64_t> max_, add_;
+};
+
+// The decision search on one merged problem; reusable across capacities.
 class Searcher {
  public:
-  Searcher(const PoolProblem& merged, Bytes capacity, const ExactParams& params)
-      : p_(params), capacity_(capacity), base_(merged.reserved) {
+  Searcher(const PoolProblem& merged, const ExactParams& params)
+      : p_(params), base_(merged.reserved) {
     const auto& bufs = merged.buffers;
     const std::size_t n = bufs.size();
-    offsets_.assign(n, 0);
-    // Times -> sections.
+    fixed_offsets_.assign(n, 0);
+    item_of_.assign(n, kNoItem);
+    std::vector<std::vector<pool::Segment>> segs;
     std::vector<TimeValue> times;
-    times.reserve(2 * n);
-    for (const Buffer& b : bufs) {
-      if (b.size == 0) continue;
-      times.push_back(b.start);
-      times.push_back(b.end);
+    for (std::size_t b = 0; b < n; ++b) {
+      const Buffer& buf = bufs[b];
+      std::vector<pool::Segment> s;
+      pool::segmentsOf(buf, s);
+      if (s.empty()) {  // holds no bytes: anywhere allowed
+        fixed_offsets_[b] = buf.fixed_offset ? *buf.fixed_offset : alignUpSat(base_, buf.alignment);
+        continue;
+      }
+      item_of_[b] = static_cast<Idx>(buffer_.size());
+      buffer_.push_back(b);
+      for (const pool::Segment& x : s) {
+        times.push_back(x.start);
+        times.push_back(x.end);
+      }
+      segs.push_back(std::move(s));
     }
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
@@ -64,63 +163,53 @@ class Searcher {
       return static_cast<SectionIdx>(std::lower_bound(times.begin(), times.end(), t) -
                                      times.begin());
     };
-    // Pinned and empty buffers are placed now; the rest are searched.
-    std::vector<std::size_t> pinned;
-    for (std::size_t b = 0; b < n; ++b) {
-      const Buffer& buf = bufs[b];
-      if (buf.size == 0) {
-        offsets_[b] = buf.fixed_offset ? *buf.fixed_offset : alignUpSat(base_, buf.alignment);
-        continue;
-      }
-      if (buf.fixed_offset) {
-        offsets_[b] = *buf.fixed_offset;
-        pinned.push_back(b);
-        const Offset top = *buf.fixed_offset + buf.size;
-        if (*buf.fixed_offset < base_ || top > capacity_ ||
-            *buf.fixed_offset % std::max<Bytes>(1, buf.alignment) != 0)
-          trivially_infeasible_ = true;
-        continue;
-      }
-      Idx i = static_cast<Idx>(item_buffer_.size());
-      item_buffer_.push_back(b);
-      sl_.push_back(sectionOf(buf.start));
-      sr_.push_back(sectionOf(buf.end));
+    const Idx m = static_cast<Idx>(buffer_.size());
+    span_begin_.push_back(0);
+    for (Idx i = 0; i < m; ++i) {
+      const Buffer& buf = bufs[buffer_[i]];
       size_.push_back(buf.size);
       align_.push_back(std::max<Bytes>(1, buf.alignment));
-      length_.push_back(buf.end - buf.start);
-      area_.push_back(static_cast<double>(buf.size) *
-                      static_cast<double>(buf.end - buf.start));
-      (void)i;
+      pin_.push_back(buf.fixed_offset ? *buf.fixed_offset : kUnplaced);
+      start_.push_back(buf.start);
+      end_.push_back(buf.end);
+      for (const pool::Segment& x : segs[i]) {
+        spans_.push_back({sectionOf(x.start), sectionOf(x.end), x.lo, x.hi});
+        if (x.lo > 0) complete_ = false;
+      }
+      span_begin_.push_back(static_cast<std::int32_t>(spans_.size()));
+      sl_.push_back(spans_[span_begin_[i]].lo);
+      sr_.push_back(spans_[span_begin_[i + 1] - 1].hi);
     }
-    // Two pins sharing bytes while alive together: nothing can help.
-    for (std::size_t a = 0; a < pinned.size(); ++a)
-      for (std::size_t c = a + 1; c < pinned.size(); ++c) {
-        const Buffer& x = bufs[pinned[a]];
-        const Buffer& y = bufs[pinned[c]];
-        if (x.overlaps(y) && *x.fixed_offset < *y.fixed_offset + y.size &&
-            *y.fixed_offset < *x.fixed_offset + x.size)
-          trivially_infeasible_ = true;
-      }
-    const Idx m = static_cast<Idx>(item_buffer_.size());
-    // Section membership (CSR) and initial totals.
-    total_.assign(num_sections_, 0);
+    // Sections' items (CSR) and initial totals.
     std::vector<std::int32_t> count(num_sections_ + 1, 0);
+    total0_.assign(num_sections_, 0);
     for (Idx i = 0; i < m; ++i)
-      for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) {
-        total_[s] += size_[i];
-        ++count[s + 1];
-      }
+      for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
+        for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) {
+          ++count[s + 1];
+          total0_[s] += spans_[k].whi - spans_[k].wlo;
+        }
     for (SectionIdx s = 0; s < num_sections_; ++s) count[s + 1] += count[s];
     sec_begin_ = count;
     sec_items_.resize(count[num_sections_]);
     {
+      // slot: item i's n-th section (spans in order) -> its position in
+      // that section's list, and back.
       std::vector<std::int32_t> fill(count.begin(), count.end() - 1);
-      for (Idx i = 0; i < m; ++i)
-        for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) sec_items_[fill[s]++] = i;
+      slot_of_.resize(sec_items_.size());
+      for (Idx i = 0; i < m; ++i) {
+        item_slot_begin_.push_back(static_cast<std::int32_t>(slot_.size()));
+        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
+          for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) {
+            slot_of_[fill[s]] = static_cast<std::int32_t>(slot_.size());
+            slot_.push_back(fill[s]);
+            sec_items_[fill[s]++] = i;
+          }
+      }
     }
-    // Overlaps between items (sweep over sections: two items overlap iff
-    // their section ranges intersect).
-    std::vector<std::vector<Idx>> ov(m);
+    // Pairs sharing time (sweep over hulls), with their clearances.
+    std::vector<std::vector<Adj>> adj(m);
+    std::vector<std::vector<Obstacle>> obs(m);
     {
       std::vector<Idx> by_start(m);
       std::iota(by_start.begin(), by_start.end(), 0);
@@ -130,105 +219,149 @@ class Searcher {
       for (Idx i : by_start) {
         std::erase_if(active, [&](Idx a) { return sr_[a] <= sl_[i]; });
         for (Idx a : active) {
-          ov[a].push_back(i);
-          ov[i].push_back(a);
+          const Buffer& ba = bufs[buffer_[a]];
+          const Buffer& bi = bufs[buffer_[i]];
+          const auto c = pool::clearance(ba, bi);
+          if (!c) continue;
+          adj[a].push_back({i, c->above});
+          adj[i].push_back({a, c->below});
+          const bool pa = ba.fixed_offset.has_value(), pi = bi.fixed_offset.has_value();
+          if (pa && pi) {
+            const Offset xa = *ba.fixed_offset, xi = *bi.fixed_offset;
+            if (!(xi >= xa + c->above || xi + c->below <= xa)) pins_collide_ = true;
+          } else if (pa || pi) {
+            // The unpinned one steps over the pinned one.
+            const Idx u = pa ? i : a;
+            const Offset x = pa ? *ba.fixed_offset : *bi.fixed_offset;
+            const Bytes above = pa ? c->above : c->below;  // u above the pin
+            const Bytes below = pa ? c->below : c->above;  // u below the pin
+            const Offset s = size_[u];
+            obs[u].push_back({x + s - std::min<Offset>(below, x + s), x + above});
+          }
         }
         active.push_back(i);
       }
     }
-    ov_begin_.assign(m + 1, 0);
-    for (Idx i = 0; i < m; ++i) ov_begin_[i + 1] = ov_begin_[i] + ov[i].size();
-    ov_.reserve(ov_begin_[m]);
-    for (Idx i = 0; i < m; ++i) ov_.insert(ov_.end(), ov[i].begin(), ov[i].end());
-    // Obstacles each item must step over.
-    obs_begin_.assign(m + 1, 0);
+    adj_begin_.push_back(0);
+    obs_begin_.push_back(0);
     for (Idx i = 0; i < m; ++i) {
-      const Buffer& bi = bufs[item_buffer_[i]];
-      for (std::size_t f : pinned)
-        if (bi.overlaps(bufs[f]))
-          obs_.push_back({*bufs[f].fixed_offset, *bufs[f].fixed_offset + bufs[f].size});
-      std::sort(obs_.begin() + static_cast<std::ptrdiff_t>(obs_begin_[i]), obs_.end(),
+      adj_.insert(adj_.end(), adj[i].begin(), adj[i].end());
+      adj_begin_.push_back(static_cast<std::int32_t>(adj_.size()));
+      std::sort(obs[i].begin(), obs[i].end(),
                 [](const Obstacle& a, const Obstacle& b) { return a.lo < b.lo; });
-      obs_begin_[i + 1] = obs_.size();
+      if (p_.pin_obstacles) obs_.insert(obs_.end(), obs[i].begin(), obs[i].end());
+      obs_begin_.push_back(static_cast<std::int32_t>(obs_.size()));
     }
-    // Per-item static data for preorders.
-    max_total_.assign(m, 0);
-    for (Idx i = 0; i < m; ++i)
-      for (SectionIdx s = sl_[i]; s < sr_[i]; ++s)
-        max_total_[i] = std::max(max_total_[i], total_[s]);
     // Cuts: items spanning the boundary between sections s and s + 1.
-    cuts_.assign(num_sections_, 0);
+    cuts0_.assign(std::max<SectionIdx>(0, num_sections_ - 1), 0);
     for (Idx i = 0; i < m; ++i)
-      for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts_[s];
-    // Search state.
-    off_.assign(m, kUnplaced);
-    min_off_.resize(m);
-    for (Idx i = 0; i < m; ++i) min_off_[i] = fit(i, base_);
-    floor_.assign(num_sections_, base_);
-    sec_stamp_.assign(num_sections_, 0);
-    pre_item_.resize(m);
-    item_pre_.resize(m);
-    arena_.reserve(static_cast<std::size_t>(m) * 8 + 16);
-    trail_.reserve(static_cast<std::size_t>(m) * 8 + 16);
-    if (p_.time_limit_seconds > 0) {
-      deadline_ = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(p_.time_limit_seconds));
-      timed_ = true;
-    }
-  }
-
-  // Runs the search (restarts included). kFound fills offsets().
-  Status run() {
-    if (trivially_infeasible_) return Status::kNotFound;
-    const Idx m = static_cast<Idx>(size_.size());
-    for (Idx i = 0; i < m; ++i)
-      if (min_off_[i] == kUnplaced || min_off_[i] + size_[i] > capacity_)
-        return Status::kNotFound;
-    for (SectionIdx s = 0; s < num_sections_; ++s)
-      if (base_ + total_[s] > capacity_) return Status::kNotFound;
-    std::uint64_t budget = p_.node_limit;
-    if (!p_.restarts) return attempt(0, 0, budget);
-    std::uint64_t limit = p_.restart_first_limit > 0
-                              ? p_.restart_first_limit
-                              : 2 * std::max<std::uint64_t>(1, size_.size());
-    for (std::uint64_t round = 0;; ++round) {
-      // Each round: the plain preorders (a deeper look at the same tree),
-      // then jittered ones (new trees) when jitter is on.
-      const int per_round = round > 0 && p_.restart_jitter > 0 ? 2 * kNumPreorders : kNumPreorders;
-      for (int a = 0; a < per_round; ++a) {
-        const int h = a % kNumPreorders;
-        const std::uint64_t give = std::min(limit, budget);
-        if (give == 0) return Status::kAborted;
-        const std::uint64_t before = nodes_;
-        const Status st = attempt(h, a < kNumPreorders ? 0 : round, give);
-        budget -= std::min(budget, nodes_ - before);
-        if (st != Status::kAborted || timed_out_) return st;
+      for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts0_[s];
+    // Identical items, in index order (symmetry breaking).
+    prev_same_.assign(m, kNoItem);
+    if (p_.symmetry_breaking) {
+      std::map<std::vector<Bytes>, Idx> last;
+      for (Idx i = 0; i < m; ++i) {
+        if (pin_[i] != kUnplaced) continue;
+        std::vector<Bytes> key = {size_[i], align_[i]};
+        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
+          key.push_back(static_cast<Bytes>(spans_[k].lo));
+          key.push_back(static_cast<Bytes>(spans_[k].hi));
+          key.push_back(spans_[k].wlo);
+          key.push_back(spans_[k].whi);
+        }
+        auto [it, fresh] = last.try_emplace(std::move(key), i);
+        if (!fresh) {
+          prev_same_[i] = it->second;
+          it->second = i;
+        }
       }
-      const double grow = std::max(1.0, p_.restart_growth);
-      limit = limit > (std::numeric_limits<std::uint64_t>::max() >> 2) ? limit : static_cast<std::uint64_t>(static_cast<double>(limit) * grow) + 1;
     }
+    off_.assign(m, kUnplaced);
+    sol_.assign(m, 0);
+    sec_stamp_.assign(num_sections_, 0);
   }
 
-  // Offsets for every merged buffer (valid after kFound).
-  std::vector<Offset> offsets() const {
-    std::vector<Offset> out = offsets_;
-    for (std::size_t i = 0; i < item_buffer_.size(); ++i) out[item_buffer_[i]] = sol_[i];
-    return out;
-  }
+  bool complete() const { return complete_; }
   std::uint64_t nodes() const { return nodes_; }
 
- private:
-  static Offset alignUpSat(Offset v, Bytes a) {
-    auto r = alignUp(v, a);
-    return r ? *r : kUnplaced;
+  // Decision at capacity C within `budget` nodes (and the deadline, if
+  // any). kNotFound is a proof only when complete().
+  Status solve(Bytes capacity, std::uint64_t budget, const Clock::time_point* deadline) {
+    capacity_ = capacity;
+    deadline_ = deadline;
+    timed_out_ = false;
+    if (pins_collide_) return Status::kNotFound;
+    const Idx m = static_cast<Idx>(size_.size());
+    // Fresh state.
+    std::fill(off_.begin(), off_.end(), kUnplaced);
+    min_off_.resize(m);
+    for (Idx i = 0; i < m; ++i) {
+      min_off_[i] = pin_[i] != kUnplaced ? pin_[i] : fit(i, base_);
+      if (min_off_[i] == kUnplaced || min_off_[i] + size_[i] > capacity_) return Status::kNotFound;
+      if (pin_[i] != kUnplaced && (pin_[i] < base_ || pin_[i] % align_[i] != 0))
+        return Status::kNotFound;
+    }
+    total_ = total0_;
+    tree_.reset(total0_);
+    sec_unplaced_.resize(num_sections_);
+    for (SectionIdx s = 0; s < num_sections_; ++s) sec_unplaced_[s] = sec_begin_[s + 1] - sec_begin_[s];
+    cuts_ = cuts0_;
+    floor_.assign(num_sections_, base_);
+    if (p_.unallocated_floor)
+      for (SectionIdx s = 0; s < num_sections_; ++s) {
+        const Offset lo = lowestIn(s);
+        if (lo != kUnplaced) floor_[s] = std::max(floor_[s], lo);
+      }
+    for (SectionIdx s = 0; s < num_sections_; ++s)
+      if (p_.section_inference && floor_[s] + total_[s] > capacity_) return Status::kNotFound;
+    trail_.clear();
+    arena_.clear();
+    items_.clear();
+    // Root partitions: independent from the start where no item spans a
+    // boundary.
+    std::vector<SectionIdx> cuts = {0};
+    if (p_.dynamic_decomposition)
+      for (SectionIdx s = 0; s + 1 < num_sections_; ++s)
+        if (cuts_[s] == 0) cuts.push_back(s + 1);
+    cuts.push_back(num_sections_);
+
+    const std::size_t heuristics = p_.restarts ? std::max<std::size_t>(1, p_.preorders.size()) : 1;
+    std::uint64_t limit = p_.restarts ? std::max<std::uint64_t>(1, m) : budget;
+    for (;;) {
+      if (p_.restarts) limit = limit > (~std::uint64_t{0} >> 2) ? limit : 2 * limit;
+      for (std::size_t h = 0; h < heuristics; ++h) {
+        if (budget == 0) return Status::kAborted;
+        nodes_left_ = std::min(limit, budget);
+        const std::uint64_t before = nodes_;
+        heuristic_ = p_.preorders.empty() ? std::string("WAT") : p_.preorders[h % p_.preorders.size()];
+        Status st = Status::kFound;
+        for (std::size_t c = 0; c + 1 < cuts.size() && st == Status::kFound; ++c) {
+          const std::size_t ib = items_.size();
+          for (Idx i = 0; i < m; ++i)
+            if (sl_[i] >= cuts[c] && sr_[i] <= cuts[c + 1]) items_.push_back(i);
+          if (items_.size() > ib) st = subSolve(cuts[c], cuts[c + 1], ib);
+          items_.resize(ib);
+        }
+        budget -= std::min(budget, nodes_ - before);
+        if (st != Status::kAborted || timed_out_) return st;
+        if (!p_.restarts) return st;
+      }
+    }
   }
 
-  // Lowest aligned offset >= from where item i clears every obstacle
+  // Offsets per merged buffer after kFound.
+  std::vector<Offset> offsets() const {
+    std::vector<Offset> out = fixed_offsets_;
+    for (std::size_t i = 0; i < buffer_.size(); ++i) out[buffer_[i]] = sol_[i];
+    return out;
+  }
+
+ private:
+  // Lowest aligned offset >= from where item i clears every pinned item
   // (obstacles sorted by lo: one pass, x only moves up).
   Offset fit(Idx i, Offset from) const {
     Offset x = alignUpSat(from, align_[i]);
-    for (std::size_t k = obs_begin_[i]; k < obs_begin_[i + 1] && x != kUnplaced; ++k) {
+    for (std::int32_t k = obs_begin_[i]; k < obs_begin_[i + 1] && x != kUnplaced; ++k) {
       const Obstacle& o = obs_[k];
       if (o.lo >= x + size_[i]) break;
       if (x < o.hi) x = alignUpSat(o.hi, align_[i]);
@@ -236,231 +369,280 @@ class Searcher {
     return x;
   }
 
-  // Round 0 uses the plain keys; later rounds scale every key by a
-  // deterministic pseudo-random factor in [1 - j/2, 1 + j/2] (j =
-  // restart_jitter) so a restart explores different tie-breaks.
-  void buildPreorder(int h, std::uint64_t round) {
-    const Idx m = static_cast<Idx>(size_.size());
-    std::iota(pre_item_.begin(), pre_item_.end(), 0);
-    auto noise = [&](Idx i, int k) {
-      if (round == 0 || p_.restart_jitter <= 0) return 1.0;
-      std::uint64_t z = round * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(i) * 0xbf58476d1ce4e5b9ULL +
-                        static_cast<std::uint64_t>(h * 3 + k) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      z *= 0xd6e8feb86659fd93ULL;
-      z ^= z >> 32;
-      const double u = static_cast<double>(z >> 11) / static_cast<double>(1ULL << 53);
-      return 1.0 + p_.restart_jitter * (u - 0.5);
-    };
-    auto key = [&](Key k, Idx i) -> double {
-      switch (k) {
-        case Key::kTotal: return static_cast<double>(max_total_[i]) * noise(i, 0);
-        case Key::kLength: return static_cast<double>(length_[i]) * noise(i, 1);
-        case Key::kArea: return area_[i] * noise(i, 2);
+  // The lowest offset an unplaced item of section s can take; stops early
+  // (returning it) once one is at or below `enough`. A section's list
+  // keeps its unplaced items first (sec_unplaced_ of them).
+  Offset lowestIn(SectionIdx s, Offset enough = 0) const {
+    Offset lo = kUnplaced;
+    const Idx* items = sec_items_.data() + sec_begin_[s];
+    for (std::int32_t k = 0, e = sec_unplaced_[s]; k < e; ++k) {
+      const Offset m = min_off_[items[k]];
+      if (m < lo) {
+        lo = m;
+        if (lo <= enough) break;
       }
-      return 0;
-    };
-    std::sort(pre_item_.begin(), pre_item_.end(), [&](Idx a, Idx b) {
-      for (Key k : kPreorders[h]) {
-        const double ka = key(k, a), kb = key(k, b);
-        if (ka != kb) return ka > kb;
-      }
-      return a < b;
-    });
-    for (Idx k = 0; k < m; ++k) item_pre_[pre_item_[k]] = k;
-  }
-
-  Status attempt(int h, std::uint64_t round, std::uint64_t limit) {
-    buildPreorder(h, round);
-    nodes_left_ = limit;
-    sol_.assign(size_.size(), 0);
-    arena_.clear();
-    const Idx m = static_cast<Idx>(size_.size());
-    for (Idx k = 0; k < m; ++k) arena_.push_back({0, k});
-    if (m == 0) return Status::kFound;
-    return split(0, num_sections_, 0, arena_.size(), /*placed=*/-1);
-  }
-
-  // Solves the unplaced items of entries [eb, ee) in sections [ps, pe),
-  // cut into independent parts where no unplaced item spans a boundary.
-  // `placed` is the item just placed (its boundaries may have become cuts),
-  // or -1 at the root, where every zero-cut boundary counts.
-  Status split(SectionIdx ps, SectionIdx pe, std::size_t eb, std::size_t ee, Idx placed) {
-    std::size_t mark = cut_points_.size();
-    if (p_.decompose) {
-      const SectionIdx lo = placed < 0 ? ps : sl_[placed];
-      const SectionIdx hi = placed < 0 ? pe : sr_[placed];
-      for (SectionIdx s = lo; s + 1 < hi; ++s)
-        if (cuts_[s] == 0) cut_points_.push_back(s + 1);
     }
-    if (cut_points_.size() == mark) return search(ps, pe, eb, ee, 0, 0);
-    std::vector<SectionIdx> cuts(cut_points_.begin() + mark, cut_points_.end());
-    cut_points_.resize(mark);
-    cuts.push_back(pe);
-    SectionIdx from = ps;
-    Status result = Status::kFound;
-    for (SectionIdx to : cuts) {
-      // Entries of this part, in static preorder.
-      const std::size_t sb = arena_.size();
-      for (std::size_t k = eb; k < ee; ++k) {
-        const Idx i = pre_item_[arena_[k].pre];
-        if (off_[i] == kUnplaced && sl_[i] >= from && sr_[i] <= to) arena_.push_back({0, arena_[k].pre});
+    return lo;
+  }
+  // Item i leaves (placed) or rejoins (undo, in reverse order) the
+  // unplaced part of each of its sections' lists.
+  void leaveSections(Idx i) {
+    std::int32_t slot = item_slot_begin_[i];
+    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
+      for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s, ++slot) {
+        const std::int32_t pos = slot_[slot];
+        const std::int32_t last = sec_begin_[s] + --sec_unplaced_[s];
+        const Idx other = sec_items_[last];
+        sec_items_[pos] = other;
+        slot_[slot_of_[last]] = pos;
+        slot_of_[pos] = slot_of_[last];
+        sec_items_[last] = i;
+        slot_[slot] = last;
+        slot_of_[last] = slot;
       }
-      const std::size_t se = arena_.size();
-      Status st = Status::kFound;
-      if (se > sb) {
-        std::sort(arena_.begin() + sb, arena_.begin() + se,
-                  [](const OrderEntry& a, const OrderEntry& b) { return a.pre < b.pre; });
-        st = search(from, to, sb, se, 0, 0);
+  }
+  void rejoinSections(Idx i) {
+    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
+      for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) ++sec_unplaced_[s];
+  }
+
+  // The static preorder key of item i for one key letter (larger first).
+  double key(char c, Idx i) const {
+    switch (c) {
+      case 'W': return static_cast<double>(end_[i] - start_[i]);
+      case 'A': return static_cast<double>(size_[i]) * static_cast<double>(end_[i] - start_[i]);
+      case 'T': {
+        Bytes t = 0;
+        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
+          for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) t = std::max(t, total_[s]);
+        return static_cast<double>(t);
       }
-      arena_.resize(sb);
-      if (st != Status::kFound) {
-        result = st;
-        break;
-      }
-      from = to;
+      case 'Z': return static_cast<double>(size_[i]);
+      case 'L': return static_cast<double>(start_[i]);
+      case 'U': return static_cast<double>(end_[i]);
+      case 'O': return static_cast<double>(adj_begin_[i + 1] - adj_begin_[i]);
+      case 'C': return static_cast<double>(sr_[i] - sl_[i]);
+      default: return 0;
     }
-    return result;
   }
 
-  bool outOfTime() {
-    if (!timed_ || (nodes_ & 1023) != 0) return false;
-    if (std::chrono::steady_clock::now() >= deadline_) timed_out_ = true;
-    return timed_out_;
+  // Solves the items items_[ib..] in sections [ps, pe) from a fresh
+  // canonical order (MiniMalloc's SubSolve).
+  Status subSolve(SectionIdx ps, SectionIdx pe, std::size_t ib) {
+    const std::size_t ie = items_.size();
+    const std::size_t kb = keys_.size();
+    const std::size_t nk = heuristic_.size();
+    for (std::size_t k = ib; k < ie; ++k)
+      for (char c : heuristic_) keys_.push_back(key(c, items_[k]));
+    // Sort the items by their keys (larger first), then index.
+    std::vector<std::size_t>& perm = perm_scratch_;
+    perm.resize(ie - ib);
+    std::iota(perm.begin(), perm.end(), 0);
+    if (p_.static_preordering)
+      std::sort(perm.begin(), perm.end(), [&](std::size_t a, std::size_t b) {
+        for (std::size_t c = 0; c < nk; ++c) {
+          const double ka = keys_[kb + a * nk + c], kb2 = keys_[kb + b * nk + c];
+          if (ka != kb2) return ka > kb2;
+        }
+        return items_[ib + a] < items_[ib + b];
+      });
+    const std::size_t eb = arena_.size();
+    for (std::size_t r = 0; r < perm.size(); ++r)
+      arena_.push_back({0, static_cast<Idx>(r), items_[ib + perm[r]]});
+    keys_.resize(kb);
+    const std::size_t ee = arena_.size();
+    const Status st = search(ps, pe, eb, ee, 0, 0);
+    arena_.resize(eb);
+    return st;
   }
 
-  // Depth-first search over canonical placements. [eb, ee) holds the
+  // Depth-first search over canonical placements; [eb, ee) holds the
   // parent's order (placed items are skipped).
-  Status search(SectionIdx ps, SectionIdx pe, std::size_t eb, std::size_t ee,
-                Offset last_offset, Idx last_pre) {
+  Status search(SectionIdx ps, SectionIdx pe, std::size_t eb, std::size_t ee, Offset min_offset,
+                Idx min_pre) {
     if (nodes_left_ == 0 || timed_out_) return Status::kAborted;
     --nodes_left_;
     ++nodes_;
-    if (outOfTime()) return Status::kAborted;
+    if (deadline_ && (nodes_ & 1023) == 0 && Clock::now() >= *deadline_) {
+      timed_out_ = true;
+      return Status::kAborted;
+    }
     // This node's order: unplaced items by (lowest offset, preorder).
     const std::size_t ob = arena_.size();
     Offset min_height = kUnplaced;
     for (std::size_t k = eb; k < ee; ++k) {
-      const Idx pre = arena_[k].pre;
-      const Idx i = pre_item_[pre];
+      const Idx i = arena_[k].item;
       if (off_[i] != kUnplaced) continue;
-      arena_.push_back({min_off_[i], pre});
+      arena_.push_back({min_off_[i], arena_[k].pre, i});
       min_height = std::min(min_height, min_off_[i] + size_[i]);
     }
     const std::size_t oe = arena_.size();
     if (ob == oe) return Status::kFound;
-    // Nearly sorted already (offsets only grow): insertion sort.
-    for (std::size_t k = ob + 1; k < oe; ++k) {
-      const OrderEntry e = arena_[k];
-      std::size_t j = k;
-      while (j > ob && (arena_[j - 1].offset > e.offset ||
-                        (arena_[j - 1].offset == e.offset && arena_[j - 1].pre > e.pre))) {
-        arena_[j] = arena_[j - 1];
-        --j;
+    if (p_.dynamic_ordering)  // nearly sorted already (offsets only grow)
+      for (std::size_t k = ob + 1; k < oe; ++k) {
+        const Entry e = arena_[k];
+        std::size_t j = k;
+        while (j > ob && (arena_[j - 1].offset > e.offset ||
+                          (arena_[j - 1].offset == e.offset && arena_[j - 1].pre > e.pre))) {
+          arena_[j] = arena_[j - 1];
+          --j;
+        }
+        arena_[j] = e;
       }
-      arena_[j] = e;
-    }
-    // Every later item sits at >= the chosen offset, so a section holding
-    // max_total unplaced bytes needs offset + max_total <= capacity.
+    // Every later item sits at or above the chosen offset, so each section
+    // must hold its unplaced bytes above it.
     Bytes max_total = 0;
-    for (SectionIdx s = ps; s < pe; ++s) max_total = std::max(max_total, total_[s]);
+    const bool offset_cut = p_.canonical_only && p_.monotonic_floor && p_.section_inference;
+    if (offset_cut) max_total = static_cast<Bytes>(tree_.max(ps, pe));
     Status result = Status::kNotFound;
     for (std::size_t k = ob; k < oe; ++k) {
-      const OrderEntry e = arena_[k];
-      const Idx i = pre_item_[e.pre];
-      if (p_.canonical_order &&
-          (e.offset < last_offset || (e.offset == last_offset && e.pre < last_pre)))
+      const Entry e = arena_[k];
+      const Idx i = e.item;
+      if (p_.canonical_only &&
+          (e.offset < min_offset || (e.offset == min_offset && e.pre < min_pre)))
         continue;
-      // A gap an unplaced item could fill entirely is never needed.
-      if (p_.dominance && e.offset >= min_height) break;  // sorted: all later too
-      if (p_.canonical_order && p_.section_inference && e.offset + max_total > capacity_) break;
+      if (p_.check_dominance && e.offset >= min_height) {
+        if (p_.dynamic_ordering) break;  // sorted: every later one too
+        continue;
+      }
+      if (offset_cut && e.offset + max_total > capacity_) {
+        if (p_.dynamic_ordering) break;
+        continue;
+      }
+      if (pin_[i] != kUnplaced && e.offset != pin_[i]) continue;
+      if (prev_same_[i] != kNoItem && off_[prev_same_[i]] == kUnplaced) continue;
       if (e.offset + size_[i] > capacity_) continue;
       const std::size_t mark = trail_.size();
-      const bool hatless = place(i, e.offset);
+      bool hatless = true;
       Status st = Status::kNotFound;
-      if (check(ps, pe, e.offset)) {
-        if (p_.decompose) {
-          bool any_cut = false;
-          for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s)
-            if (--cuts_[s] == 0) any_cut = true;
-          st = any_cut ? splitAfter(ps, pe, ob, oe, i)
-                       : search(ps, pe, ob, oe, e.offset, e.pre);
-          for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts_[s];
-        } else {
-          st = search(ps, pe, ob, oe, e.offset, e.pre);
-        }
+      if (place(i, e.offset, hatless) && check(ps, pe, e.offset)) {
+        st = p_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, e)
+                                      : search(ps, pe, ob, oe, e.offset, e.pre);
       }
       undo(i, mark);
       if (st != Status::kNotFound) {
         result = st;
         break;
       }
-      // Nothing can ever sit on this item and it failed at its lowest
-      // offset: placing it later cannot do better.
-      if (hatless && p_.dominance) break;
+      if (hatless && p_.hatless_pruning) break;
     }
     arena_.resize(ob);
     return result;
   }
 
-  Status splitAfter(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, Idx placed) {
-    return split(ps, pe, ob, oe, placed);
+  // After placing i: solves the parts that no unplaced item joins any more
+  // independently (MiniMalloc's DynamicallyDecompose).
+  Status decompose(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, Idx i,
+                   const Entry& e) {
+    const std::size_t cb = cut_points_.size();
+    for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s)
+      if (--cuts_[s] == 0 && s + 1 > ps && s + 1 < pe) cut_points_.push_back(s + 1);
+    Status st;
+    if (cut_points_.size() == cb) {
+      st = search(ps, pe, ob, oe, e.offset, e.pre);
+    } else {
+      std::vector<SectionIdx> cuts(cut_points_.begin() + static_cast<std::ptrdiff_t>(cb),
+                                   cut_points_.end());
+      cut_points_.resize(cb);
+      std::sort(cuts.begin(), cuts.end());
+      cuts.push_back(pe);
+      st = Status::kFound;
+      SectionIdx from = ps;
+      for (SectionIdx to : cuts) {
+        const std::size_t ib = items_.size();
+        for (std::size_t k = ob; k < oe; ++k) {
+          const Idx o = arena_[k].item;
+          if (off_[o] == kUnplaced && sr_[o] > from && sl_[o] < to) items_.push_back(o);
+        }
+        if (items_.size() > ib) st = subSolve(from, to, ib);
+        items_.resize(ib);
+        if (st != Status::kFound) break;
+        from = to;
+      }
+    }
+    cut_points_.resize(cb);
+    for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts_[s];
+    return st;
   }
 
-  // Places item i at x; returns true when no unplaced item overlaps it.
-  bool place(Idx i, Offset x) {
+  // Places item i at x: updates sections and the lowest offsets of the
+  // items sharing time with it. False when that already proves the partial
+  // placement infeasible (an item pushed past its pin or past C).
+  // `hatless`: no unplaced item shares time with i.
+  bool place(Idx i, Offset x, bool& hatless) {
     off_[i] = x;
     sol_[i] = x;
-    const Offset top = x + size_[i];
-    bool hatless = true;
+    leaveSections(i);
     ++stamp_;
     affected_.clear();
-    for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) {
-      total_[s] -= size_[i];
-      sec_stamp_[s] = stamp_;  // floor = top is exact enough here
-      if (floor_[s] < top) {
-        trail_.push_back({true, s, floor_[s]});
-        floor_[s] = top;
-      }
-    }
-    for (std::size_t k = ov_begin_[i]; k < ov_begin_[i + 1]; ++k) {
-      const Idx o = ov_[k];
-      if (off_[o] != kUnplaced) continue;
-      hatless = false;
-      if (min_off_[o] >= top) continue;
-      trail_.push_back({false, o, min_off_[o]});
-      const Offset raised = fit(o, top);
-      min_off_[o] = raised;
-      if (!p_.unallocated_floor) continue;
-      // Recomputing a section's floor can only prune when o, if it were
-      // the lowest there, would leave too little room above it.
-      if (raised > capacity_) continue;  // fails its own test anyway
-      const Bytes room = capacity_ - raised;
-      const Bytes* total = total_.data();
-      std::uint32_t* stamp = sec_stamp_.data();
-      for (SectionIdx s = sl_[o], e = sr_[o]; s < e; ++s)
-        if (total[s] > room && stamp[s] != stamp_) {
-          stamp[s] = stamp_;
+    bool ok = true;
+    Offset max_raised = 0;
+    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
+      const Span& sp = spans_[k];
+      const Offset top = x + sp.whi;
+      const Bytes w = sp.whi - sp.wlo;
+      tree_.add(static_cast<std::size_t>(sp.lo), static_cast<std::size_t>(sp.hi),
+                -static_cast<std::int64_t>(w));
+      for (SectionIdx s = sp.lo; s < sp.hi; ++s) {
+        total_[s] -= w;
+        if (floor_[s] < top) {
+          trail_.push_back({s, true, floor_[s]});
+          floor_[s] = top;
+        }
+        if (sec_stamp_[s] != stamp_) {
+          sec_stamp_[s] = stamp_;
           affected_.push_back(s);
         }
-    }
-    // A section's floor is at least the lowest offset any of its unplaced
-    // items can still take.
-    const Offset* off = off_.data();
-    const Offset* min_off = min_off_.data();
-    const Idx* items = sec_items_.data();
-    for (SectionIdx s : affected_) {
-      Offset lo = kUnplaced;
-      for (std::int32_t k = sec_begin_[s], e = sec_begin_[s + 1]; k < e; ++k) {
-        const Idx o = items[k];
-        if (off[o] == kUnplaced) lo = std::min(lo, min_off[o]);
       }
+    }
+    for (std::int32_t k = adj_begin_[i]; k < adj_begin_[i + 1]; ++k) {
+      const Idx o = adj_[k].other;
+      if (off_[o] != kUnplaced) continue;
+      hatless = false;
+      const Offset want = x + adj_[k].above;
+      if (min_off_[o] >= want) continue;
+      const Offset raised = pin_[o] != kUnplaced ? want : fit(o, want);
+      trail_.push_back({o, false, min_off_[o]});
+      min_off_[o] = raised;
+      if (pin_[o] != kUnplaced && raised > pin_[o]) ok = false;
+      if (raised == kUnplaced || raised + size_[o] > capacity_) {
+        if (p_.capacity_inference) ok = false;
+        continue;
+      }
+      if (!p_.unallocated_floor) continue;
+      max_raised = std::max(max_raised, raised);
+      for (std::int32_t q = span_begin_[o]; q < span_begin_[o + 1]; ++q)
+        raised_spans_.push_back({spans_[q].lo, spans_[q].hi});
+    }
+    // The sections of the raised items, each once: a section's floor can
+    // only rise (to at most the highest raise) where it is below that, and
+    // only prune where that leaves too little room above it.
+    if (!raised_spans_.empty()) {
+      std::sort(raised_spans_.begin(), raised_spans_.end());
+      const Bytes room = capacity_ - std::min(capacity_, max_raised);
+      SectionIdx next = 0;
+      for (const auto& [lo, hi] : raised_spans_) {
+        for (SectionIdx s = std::max(lo, next); s < hi; ++s)
+          if (total_[s] > room && floor_[s] < max_raised && sec_stamp_[s] != stamp_) {
+            sec_stamp_[s] = stamp_;
+            affected_.push_back(s);
+            unalloc_.push_back(s);
+          }
+        next = std::max(next, hi);
+      }
+      raised_spans_.clear();
+    }
+    // A section's floor is at least the lowest offset its unplaced items
+    // can still take.
+    for (SectionIdx s : unalloc_) {
+      const Offset lo = lowestIn(s, floor_[s]);
       if (lo != kUnplaced && floor_[s] < lo) {
-        trail_.push_back({true, s, floor_[s]});
+        trail_.push_back({s, true, floor_[s]});
         floor_[s] = lo;
       }
     }
-    return hatless;
+    unalloc_.clear();
+    return ok;
   }
 
   void undo(Idx i, std::size_t mark) {
@@ -472,113 +654,81 @@ class Searcher {
         min_off_[c.idx] = c.old;
       trail_.pop_back();
     }
-    for (SectionIdx s = sl_[i]; s < sr_[i]; ++s) total_[s] += size_[i];
+    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
+      const Span& sp = spans_[k];
+      tree_.add(static_cast<std::size_t>(sp.lo), static_cast<std::size_t>(sp.hi),
+                static_cast<std::int64_t>(sp.whi - sp.wlo));
+      for (SectionIdx s = sp.lo; s < sp.hi; ++s) total_[s] += sp.whi - sp.wlo;
+    }
+    rejoinSections(i);
     off_[i] = kUnplaced;
   }
 
-  // Every section of the part must hold its unplaced bytes above its floor
-  // (and above the current offset: later items never go lower). The parent
-  // passed this test and the caller's max_total cut covers the sections of
-  // the item just placed, so only sections whose floor rose can fail now.
+  // The sections whose floor rose must still hold their unplaced bytes
+  // (the others passed at the parent, and the offset cut covers them).
   bool check(SectionIdx ps, SectionIdx pe, Offset x) const {
-    if (p_.canonical_order && p_.section_inference) {
+    if (!p_.section_inference) return true;
+    const bool monotonic = p_.canonical_only && p_.monotonic_floor;
+    if (p_.canonical_only && p_.monotonic_floor) {
       for (SectionIdx s : affected_)
         if (std::max(floor_[s], x) + total_[s] > capacity_) return false;
       return true;
     }
     for (SectionIdx s = ps; s < pe; ++s) {
-      Offset f = floor_[s];
-      if (p_.canonical_order && total_[s] > 0) f = std::max(f, x);
-      if (p_.section_inference) f += total_[s];
-      if (f > capacity_) return false;
+      const Offset f = monotonic ? std::max(floor_[s], x) : floor_[s];
+      if (f + total_[s] > capacity_) return false;
     }
     return true;
   }
 
-  struct Change {
-    bool is_floor;
-    std::int32_t idx;
-    Offset old;
-  };
-
   const ExactParams& p_;
-  const Bytes capacity_;
   const Offset base_;
-  bool trivially_infeasible_ = false;
-  SectionIdx num_sections_ = 0;
-  std::vector<Offset> offsets_;           // merged buffers not searched
-  std::vector<std::size_t> item_buffer_;  // item -> merged buffer
-  std::vector<SectionIdx> sl_, sr_;
-  std::vector<Bytes> size_, align_, max_total_;
-  std::vector<double> area_;
-  std::vector<TimeValue> length_;
-  std::vector<std::int32_t> sec_begin_;
-  std::vector<Idx> sec_items_;
-  std::vector<std::size_t> ov_begin_;
-  std::vector<Idx> ov_;
-  std::vector<std::size_t> obs_begin_;
+  bool complete_ = true;      // a kNotFound is a proof
+  bool pins_collide_ = false;
+  // Merged buffers.
+  std::vector<Offset> fixed_offsets_;  // buffers without bytes: where they go
+  std::vector<Idx> item_of_;
+  // Items (static).
+  std::vector<std::size_t> buffer_;    // item -> merged buffer
+  std::vector<Bytes> size_, align_;
+  std::vector<Offset> pin_;            // kUnplaced = not pinned
+  std::vector<TimeValue> start_, end_;
+  std::vector<SectionIdx> sl_, sr_;    // hull in sections
+  std::vector<std::int32_t> span_begin_;
+  std::vector<Span> spans_;
+  std::vector<std::int32_t> adj_begin_;
+  std::vector<Adj> adj_;
+  std::vector<std::int32_t> obs_begin_;
   std::vector<Obstacle> obs_;
-  std::vector<std::int32_t> cuts_;
-  // State.
+  std::vector<Idx> prev_same_;
+  SectionIdx num_sections_ = 0;
+  std::vector<std::int32_t> sec_begin_;
+  std::vector<Idx> sec_items_;           // per section: unplaced items first
+  std::vector<std::int32_t> sec_unplaced_;
+  std::vector<std::int32_t> item_slot_begin_, slot_, slot_of_;
+  std::vector<Bytes> total0_;
+  std::vector<std::int32_t> cuts0_;
+  // Search state.
+  Bytes capacity_ = 0;
+  std::string heuristic_;
   std::vector<Offset> off_, min_off_, sol_;
   std::vector<Bytes> total_;
+  MaxTree tree_;  // total_ again, for range queries
   std::vector<Offset> floor_;
-  std::vector<std::uint32_t> sec_stamp_;
-  std::uint32_t stamp_ = 0;
-  std::vector<SectionIdx> affected_;
+  std::vector<std::int32_t> cuts_;
+  std::vector<std::uint64_t> sec_stamp_;
+  std::uint64_t stamp_ = 0;
+  std::vector<SectionIdx> affected_, unalloc_, cut_points_;
+  std::vector<std::pair<SectionIdx, SectionIdx>> raised_spans_;
   std::vector<Change> trail_;
-  std::vector<OrderEntry> arena_;
-  std::vector<SectionIdx> cut_points_;
-  std::vector<Idx> pre_item_, item_pre_;
+  std::vector<Entry> arena_;
+  std::vector<Idx> items_;
+  std::vector<double> keys_;
+  std::vector<std::size_t> perm_scratch_;
   std::uint64_t nodes_ = 0, nodes_left_ = 0;
-  bool timed_ = false, timed_out_ = false;
-  std::chrono::steady_clock::time_point deadline_{};
+  const Clock::time_point* deadline_ = nullptr;
+  bool timed_out_ = false;
 };
-
-// True when merging in-place groups lost nothing: every group's members
-// have one size and their lifetimes cover the group's hull without holes.
-bool mergeIsExact(const PoolProblem& problem, const pool::MergedProblem& merged) {
-  for (const auto& members : merged.members) {
-    if (members.size() < 2) continue;
-    std::vector<std::pair<TimeValue, TimeValue>> spans;
-    for (BufferId b : members) {
-      const Buffer& buf = problem.buffers[b];
-      if (buf.size != problem.buffers[members[0]].size) return false;
-      spans.push_back({buf.start, buf.end});
-    }
-    std::sort(spans.begin(), spans.end());
-    TimeValue reach = spans[0].second;
-    for (const auto& [s, e] : spans) {
-      if (s > reach) return false;
-      reach = std::max(reach, e);
-    }
-  }
-  return true;
-}
-
-Bytes heightOf(const PoolProblem& problem, const std::vector<Offset>& offsets) {
-  Bytes h = 0;
-  for (std::size_t b = 0; b < problem.buffers.size(); ++b)
-    if (problem.buffers[b].size > 0) h = std::max(h, offsets[b] + problem.buffers[b].size);
-  return h;
-}
-
-// Solve on an already merged problem.
-ExactResult solveMerged(const PoolProblem& merged, Bytes capacity, const ExactParams& params,
-                        bool exact_merge) {
-  ExactResult r;
-  Searcher s(merged, capacity, params);
-  const Status st = s.run();
-  r.nodes = s.nodes();
-  if (st == Status::kFound) {
-    r.offsets = s.offsets();
-    r.height = heightOf(merged, r.offsets);
-    r.found = true;
-  } else if (st == Status::kNotFound) {
-    r.proven_infeasible = exact_merge;
-  }
-  return r;
-}
 
 // Greatest common divisor of every size, alignment, pin and the prefix:
 // all reachable heights are multiples of it.
@@ -589,37 +739,53 @@ Bytes granularity(const PoolProblem& p) {
     g = std::gcd(g, b.size);
     if (b.alignment > 1) g = std::gcd(g, b.alignment);
     if (b.fixed_offset) g = std::gcd(g, *b.fixed_offset);
+    for (const Gap& gap : b.gaps)
+      if (gap.window) g = std::gcd(g, std::gcd(gap.window->first, gap.window->second));
   }
   return std::max<Bytes>(1, g);
 }
 
+std::optional<Clock::time_point> deadlineOf(const ExactParams& p) {
+  if (p.time_limit_seconds <= 0) return std::nullopt;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(p.time_limit_seconds));
+}
+
+ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                           const ExactParams& params);
+
 // Large pools: re-solve only the window_threshold buffers nearest in time
-// to the highest buffer; the buffers alive beside them keep their incumbent
-// offsets (pinned), the rest are left alone.
+// to the highest buffers; the buffers alive beside them keep their
+// incumbent offsets (pinned), the rest are left alone.
 ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incumbent,
                          Bytes lower_bound, const ExactParams& params) {
   const std::size_t n = mp.buffers.size();
+  ExactResult out;
+  out.offsets = incumbent;
+  out.height = heightOf(mp, incumbent);
+  out.found = true;
   // The peak: the lifetime hull of every buffer reaching the top (ties
   // included, or the window could not lower the height at all).
-  const Bytes top = heightOf(mp, incumbent);
-  Buffer pb;
+  const Bytes top = out.height;
+  TimeValue ps = 0, pe = 0;
   bool any = false;
   for (std::size_t b = 0; b < n; ++b) {
     const Buffer& buf = mp.buffers[b];
     if (buf.size == 0 || incumbent[b] + buf.size != top) continue;
-    pb.start = any ? std::min(pb.start, buf.start) : buf.start;
-    pb.end = any ? std::max(pb.end, buf.end) : buf.end;
+    ps = any ? std::min(ps, buf.start) : buf.start;
+    pe = any ? std::max(pe, buf.end) : buf.end;
     any = true;
   }
+  if (!any) return out;
   auto distance = [&](const Buffer& b) -> TimeValue {
-    if (b.overlaps(pb)) return 0;
-    return b.end <= pb.start ? pb.start - b.end + 1 : b.start - pb.end + 1;
+    if (b.start < pe && ps < b.end) return 0;
+    return b.end <= ps ? ps - b.end + 1 : b.start - pe + 1;
   };
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  const std::size_t keep = std::max<std::size_t>(1, params.window_threshold);
-  std::nth_element(order.begin(), order.begin() + (keep - 1), order.end(),
-                   [&](std::size_t a, std::size_t b) {
+  const std::size_t keep = std::min(n, std::max<std::size_t>(1, params.window_threshold));
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                   order.end(), [&](std::size_t a, std::size_t b) {
                      const TimeValue da = distance(mp.buffers[a]), db = distance(mp.buffers[b]);
                      if (da != db) return da < db;
                      // Among equals, the highest first: they set the height.
@@ -628,7 +794,7 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
                      return ta != tb ? ta > tb : a < b;
                    });
   std::vector<char> in_window(n, 0);
-  TimeValue lo_t = pb.start, hi_t = pb.end;
+  TimeValue lo_t = ps, hi_t = pe;
   for (std::size_t k = 0; k < keep; ++k) {
     in_window[order[k]] = 1;
     lo_t = std::min(lo_t, mp.buffers[order[k]].start);
@@ -653,22 +819,104 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   }
   // Too many pinned neighbours make every step slow and leave little room
   // to gain: keep the incumbent.
-  if (sub.buffers.size() > 2 * keep) {
-    ExactResult out;
-    out.offsets = incumbent;
-    out.height = heightOf(mp, incumbent);
-    out.found = true;
-    return out;
-  }
+  if (sub.buffers.size() > 2 * keep) return out;
   ExactParams inner = params;
   inner.window_threshold = std::numeric_limits<std::size_t>::max();
-  const ExactResult r = minimizeHeight(sub, sub_incumbent, lower_bound, inner);
-  ExactResult out;
-  out.offsets = incumbent;
+  const ExactResult r = minimizeMerged(sub, sub_incumbent, lower_bound, inner);
   for (std::size_t k = 0; k < origin.size(); ++k) out.offsets[origin[k]] = r.offsets[k];
   out.height = heightOf(mp, out.offsets);
-  out.found = true;
   out.nodes = r.nodes;
+  out.proven_optimal = r.proven_optimal && r.height <= lower_bound;
+  return out;
+}
+
+ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                           const ExactParams& params) {
+  if (mp.buffers.size() > params.window_threshold)
+    return windowSearch(mp, best, lower_bound, params);
+  ExactResult out;
+  Bytes best_height = heightOf(mp, best);
+  const Bytes g = granularity(mp);
+  // Heights are multiples of g: round the bound up to one.
+  Bytes lo = std::max(lower_bound, mp.reserved);
+  for (const Buffer& b : mp.buffers)
+    if (b.fixed_offset && b.size > 0) lo = std::max(lo, *b.fixed_offset + b.size);
+  lo = (lo + g - 1) / g * g;
+  Bytes proven = lo;      // no placement is lower
+  std::uint64_t budget = params.node_limit;
+  const auto deadline = deadlineOf(params);
+  Searcher searcher(mp, params);
+  const std::uint64_t items = mp.buffers.size();
+  // A probe at `cap`: kFound lowers the incumbent, a proof raises lo.
+  auto probe = [&](Bytes cap, std::uint64_t give) {
+    const std::uint64_t before = searcher.nodes();
+    const Status st = searcher.solve(cap, std::max<std::uint64_t>(1, std::min(give, budget)),
+                                     deadline ? &*deadline : nullptr);
+    budget -= std::min(budget, searcher.nodes() - before);
+    if (st == Status::kFound) {
+      std::vector<Offset> offsets = searcher.offsets();
+      const Bytes h = heightOf(mp, offsets);
+      if (h < best_height) {
+        best = std::move(offsets);
+        best_height = h;
+      }
+    } else if (st == Status::kNotFound && searcher.complete()) {
+      // Nothing fits at cap: nothing lower either.
+      lo = std::max(lo, cap + g);
+      proven = std::max(proven, lo);
+    }
+    return st;
+  };
+  auto timeUp = [&] { return deadline && Clock::now() >= *deadline; };
+  // 1. The bound itself: most real pools and most of MiniMalloc's
+  //    instances fit there.
+  const double total = static_cast<double>(params.node_limit);
+  auto share = [&](double f) { return static_cast<std::uint64_t>(std::max(1.0, f * total)); };
+  if (lo < best_height && budget > 0 && !timeUp()) probe(lo, share(params.bound_probe_share));
+  // 2. Descend from the incumbent in steps that double while probes
+  //    succeed and halve when one runs out of nodes, down to one granule.
+  const std::uint64_t small = std::max<std::uint64_t>(share(params.descent_probe_share), 50 * items);
+  Bytes step = (best_height > lo ? best_height - lo : 0) / 2;
+  while (best_height > lo + g && budget > 0 && !timeUp()) {
+    const Bytes room = best_height - lo;
+    step = std::min(std::max(step, g), room);
+    const Bytes down = std::max(g, step / g * g);
+    if (down <= g) break;
+    const Status st = probe(best_height - std::min(down, room), small);
+    if (st == Status::kFound)
+      step = std::min<Bytes>(2 * step, (best_height > lo ? best_height - lo : 0) / 2);
+    else if (st == Status::kNotFound && searcher.complete())
+      step = (best_height > lo ? best_height - lo : 0) / 2;
+    else
+      step /= 2;
+  }
+  // 3. Sweep the capacities just below the incumbent, each with a small
+  //    budget that doubles every round: near the optimum the search time
+  //    jumps from capacity to capacity, so trying several beats hammering
+  //    one. A success restarts the sweep below the new incumbent.
+  const Bytes sweep_caps = std::max<std::size_t>(1, params.sweep_capacities);
+  for (std::uint64_t give = std::max<std::uint64_t>(share(params.sweep_probe_share), 25 * items);
+       best_height > lo && budget > 0 && !timeUp(); give *= 2) {
+    bool improved = true;
+    while (improved && best_height > lo && budget > 0 && !timeUp()) {
+      improved = false;
+      for (Bytes k = 1; k <= sweep_caps && best_height >= lo + k * g && budget > 0; ++k) {
+        const Bytes cap = best_height - k * g;
+        const Status st = probe(cap, give);
+        if (st == Status::kFound) {
+          improved = true;
+          break;
+        }
+        if (st == Status::kNotFound && searcher.complete()) break;  // lo rose past cap
+      }
+    }
+  }
+  out.offsets = std::move(best);
+  out.height = best_height;
+  out.found = true;
+  out.nodes = searcher.nodes();
+  out.proven_bound = std::min(proven, best_height);
+  out.proven_optimal = best_height <= proven;
   return out;
 }
 
@@ -677,10 +925,18 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
 ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
                                 const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
-  ExactResult r = solveMerged(merged.problem, capacity, params, mergeIsExact(problem, merged));
-  if (r.found) {
-    r.offsets = pool::expandOffsets(merged, r.offsets);
+  Searcher searcher(merged.problem, params);
+  const auto deadline = deadlineOf(params);
+  const Status st = searcher.solve(capacity, params.node_limit, deadline ? &*deadline : nullptr);
+  ExactResult r;
+  r.nodes = searcher.nodes();
+  if (st == Status::kFound) {
+    r.offsets = pool::expandOffsets(merged, searcher.offsets());
     r.height = heightOf(problem, r.offsets);
+    r.found = true;
+  } else if (st == Status::kNotFound && searcher.complete() && merged.exact) {
+    r.proven_infeasible = true;
+    r.proven_bound = capacity + 1;
   }
   return r;
 }
@@ -688,67 +944,17 @@ ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
 ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>& incumbent,
                            Bytes lower_bound, const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
-  const bool exact_merge = mergeIsExact(problem, merged);
-  const PoolProblem& mp = merged.problem;
-  // The incumbent in merged form (members share one offset).
-  std::vector<Offset> best(mp.buffers.size(), 0);
+  std::vector<Offset> best(merged.problem.buffers.size(), 0);
   for (std::size_t g = 0; g < merged.members.size(); ++g)
     best[g] = incumbent.at(merged.members[g].front());
-  Bytes best_height = heightOf(mp, best);
-  if (mp.buffers.size() > params.window_threshold) {
-    ExactResult out = windowSearch(mp, best, lower_bound, params);
-    out.offsets = pool::expandOffsets(merged, out.offsets);
-    out.height = heightOf(problem, out.offsets);
-    out.proven_optimal = out.height <= std::max(lower_bound, mp.reserved);
-    return out;
+  ExactResult r = minimizeMerged(merged.problem, std::move(best), lower_bound, params);
+  r.offsets = pool::expandOffsets(merged, r.offsets);
+  r.height = heightOf(problem, r.offsets);
+  if (!merged.exact) {
+    r.proven_bound = 0;
+    r.proven_optimal = r.height <= lower_bound;
   }
-  const Bytes g = granularity(mp);
-  // Heights are multiples of g: round the bound up to one.
-  Bytes lo = std::max(lower_bound, mp.reserved);
-  for (const Buffer& b : mp.buffers)
-    if (b.fixed_offset) lo = std::max(lo, *b.fixed_offset + b.size);
-  lo = (lo + g - 1) / g * g;
-  ExactResult out;
-  std::uint64_t budget = params.node_limit;
-  bool lo_proven = true;  // every height below lo is proven impossible
-  ExactParams probe = params;
-  const auto start = std::chrono::steady_clock::now();
-  bool first = true;
-  while (lo < best_height && budget > 0) {
-    if (params.time_limit_seconds > 0) {
-      const double spent =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (spent >= params.time_limit_seconds) break;
-      probe.time_limit_seconds = params.time_limit_seconds - spent;
-    }
-    // First probe at the bound (usually reachable); then bisect.
-    Bytes cap = lo;
-    if (!first) cap = lo + ((best_height - g - lo) / g / 2) * g;
-    first = false;
-    // Half the budget for the bound itself, then a third of what is left
-    // per probe: an undecided probe must not starve the bisection.
-    probe.node_limit = cap == lo && lo_proven ? std::max<std::uint64_t>(budget / 2, 1)
-                                              : std::max<std::uint64_t>(budget / 3, std::min<std::uint64_t>(budget, 20000));
-    ExactResult r = solveMerged(mp, cap, probe, exact_merge);
-    out.nodes += r.nodes;
-    budget -= std::min(budget, r.nodes);
-    if (r.found && r.height < best_height) {
-      best = r.offsets;
-      best_height = r.height;
-    } else if (r.proven_infeasible) {
-      lo = cap + g;
-    } else {
-      // Undecided: look higher, but the range below is not proven empty.
-      lo_proven = false;
-      lo = cap + g;
-    }
-  }
-  out.offsets = pool::expandOffsets(merged, best);
-  out.height = heightOf(problem, out.offsets);
-  out.found = true;
-  out.proven_optimal = lo_proven && best_height <= lo;
-  if (best_height <= std::max(lower_bound, mp.reserved)) out.proven_optimal = true;
-  return out;
+  return r;
 }
 
 }  // namespace memplan::exact

@@ -1,40 +1,81 @@
-// Exact search: branch and bound over placements of one pool.
+// Exact search: does every buffer of a pool fit below a capacity C, and
+// what is the lowest height that fits?
 //
-// The question answered is "does every buffer fit below capacity C?"
-// (solveWithinCapacity); minimizeHeight turns it into an optimizer by
-// lowering C from a known placement toward the lower bound.
+// The decision search (solveWithinCapacity) is a depth-first search over
+// partial placements, built on the techniques of Google's MiniMalloc
+// solver (Moffitt, ASPLOS 2023), reimplemented here, plus techniques of
+// memplan's own. Each technique is a switch in ExactParams:
 //
-// How the search works (ideas from the published MiniMalloc solver; this is
-// an independent implementation):
-//  1. Canonical solutions. Any feasible placement can be pushed down until
-//     every buffer rests on the floor (reserved prefix), on a buffer it
-//     overlaps in time, or on a pinned buffer. The search builds only such
-//     placements: each unplaced buffer has a lowest possible offset, and
-//     the next buffer placed is taken in non-decreasing (offset, preorder)
-//     order, so each placement is reached once.
-//  2. Section inference. Time is cut into sections where the live set does
-//     not change. Each section's floor (the highest placed top, raised to
-//     the lowest offset any unplaced buffer there can still take) plus the
-//     bytes still to place there must fit below C; later buffers never go
-//     below the current offset either.
-//  3. Dominance. A buffer is never placed at or above the top some other
-//     unplaced buffer could reach at its own lowest offset (that gap could
-//     always be filled first); and when a buffer that nothing unplaced
-//     overlaps fails at its lowest offset, its siblings are not tried.
-//  4. Decomposition. Time points that no buffer spans split the problem
-//     into independent parts, solved one after the other.
-//  5. Restarts. Rounds of attempts, one per static preorder (the tie-break
-//     among buffers at the same offset), then the same preorders with
-//     deterministic jitter, under a node limit growing every round: an easy
-//     instance is solved by whichever order suits it.
-//  6. Large pools (minimizeHeight above window_threshold buffers): only the
-//     buffers nearest in time to the highest ones are re-placed; their
-//     neighbours stay pinned at the incumbent's offsets.
-// Effort is counted in nodes, never in time, so results are deterministic;
-// an optional wall-clock cap can stop earlier (non-deterministically).
+//  canonical_only        Canonical solutions. Any placement can be pushed
+//                        down until each buffer rests on the floor, on a
+//                        buffer it shares time with, or on a pinned one.
+//                        The search builds only those, placing each buffer
+//                        at its lowest feasible offset and the buffers in
+//                        non-decreasing (offset, preorder) order, so each
+//                        solution is reached once.
+//  dynamic_ordering      At each node the unplaced buffers are tried by
+//                        lowest feasible offset, ties by static preorder.
+//  static_preordering    The preorder: by the keys of `preorders`, tried
+//                        in turn by the restarts (W = lifetime width,
+//                        A = area, T = the largest section total the buffer
+//                        lives in, Z = size, L/U = start/end, O = overlaps,
+//                        C = sections spanned).
+//  section_inference     Sections: time is cut where the live set changes.
+//                        A section's unplaced bytes must fit between its
+//                        floor (the highest top placed in it) and C.
+//  monotonic_floor       Later buffers never go below the current offset:
+//                        that is every section's floor too (and, the
+//                        candidates being sorted by offset, the first
+//                        candidate failing it ends the node).
+//  unallocated_floor     A section's floor is at least the lowest offset
+//                        any of its unplaced buffers can still take.
+//  check_dominance       A buffer is never placed at or above the top some
+//                        unplaced buffer would have at its lowest offset:
+//                        that buffer could fill the gap first.
+//  hatless_pruning       When a buffer that no unplaced buffer shares time
+//                        with fails at its lowest offset, its later
+//                        siblings are not tried (they cannot help it).
+//  dynamic_decomposition When no unplaced buffer spans a section boundary,
+//                        the two sides are solved independently.
+//  restarts              Round robin over `preorders` under a node limit
+//                        that doubles every round (an easy instance is
+//                        solved by whichever order suits it).
+// memplan's own:
+//  symmetry_breaking     Identical buffers (same size, alignment and
+//                        lifetime segments, unpinned) are interchangeable:
+//                        they are placed in index order only.
+//  capacity_inference    A buffer whose lowest feasible offset leaves no
+//                        room for it below C fails its partial placement
+//                        at once (not when its turn comes).
+//  pin_obstacles         Pinned buffers are buffers placed at their pin in
+//                        turn, as in MiniMalloc, and also obstacles from
+//                        the start: no buffer's lowest offset overlaps one.
+//
+// Gaps (Buffer::gaps) are honoured: a buffer above another that shares
+// time with it clears the other's highest window over their shared steps
+// (MiniMalloc's effective size); sections count window bytes. With windows
+// that start above a buffer's offset this is conservative, and the search
+// no longer claims infeasibility.
+//
+// Optimization (minimizeHeight) starts from a valid placement (the best
+// heuristic one) and probes capacities between the lower bound and it: a
+// probe that finds a placement lowers the incumbent to that placement's
+// height, one that proves infeasibility raises the proven bound. First the
+// bound itself; then a descent from the incumbent in steps that double
+// while probes succeed and halve when one runs out of nodes; then sweeps
+// over the capacities just below the incumbent with small budgets that
+// double every round (near the optimum the search time jumps from one
+// capacity to the next: trying several beats hammering one). Anytime:
+// never above the incumbent. Effort is counted in search nodes, never in time (an optional
+// wall-clock cap may cut it shorter, non-deterministically).
+//
+// Pools larger than window_threshold are searched around their peak: the
+// buffers nearest in time to the highest ones are re-placed, their
+// neighbours stay at the incumbent's offsets (pinned).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "memplan/algorithm.h"
@@ -42,35 +83,37 @@
 namespace memplan::exact {
 
 struct ExactParams {
-  // Total search nodes over all attempts of one solveWithinCapacity call.
-  std::uint64_t node_limit = 2'000'000;
-  // Place buffers in non-decreasing (offset, preorder) order. Off: any
-  // unplaced buffer may come next (each still at its lowest offset); far
-  // slower, for testing only.
-  bool canonical_order = true;
-  // Prune with per-section bytes-left-to-place bounds.
-  bool section_inference = true;
-  // Raise a section's floor to the lowest offset any of its unplaced
-  // buffers can still take (costly on long-lived buffers).
-  bool unallocated_floor = true;
-  // Min-height dominance and the "nothing above it" sibling cut (3.).
-  bool dominance = true;
-  // Solve time-disjoint parts independently.
-  bool decompose = true;
-  // Restart with growing node limits and varied tie-breaks.
-  bool restarts = true;
-  // Node limit of the first round of attempts when restarts is on (0 = two
-  // per buffer); grows by restart_growth every round.
-  std::uint64_t restart_first_limit = 0;
-  // Node limit growth per round of restarts.
-  double restart_growth = 1.5;
-  // Relative noise on the preorder keys from the second round on (0 = the
-  // same preorders every round).
-  double restart_jitter = 0.3;
+  // Search nodes over all probes of one call (minimizeHeight) or all
+  // attempts of one decision (solveWithinCapacity).
+  std::uint64_t node_limit = 500'000;
   // Optional wall-clock cap on top of the node limit (0 = none).
   double time_limit_seconds = 0;
-  // minimizeHeight: above this many buffers, search a window of the buffers
-  // live around the peak and keep the rest fixed.
+
+  bool canonical_only = true;
+  bool dynamic_ordering = true;
+  bool static_preordering = true;
+  bool section_inference = true;
+  bool monotonic_floor = true;
+  bool unallocated_floor = true;
+  bool check_dominance = true;
+  bool hatless_pruning = true;
+  bool dynamic_decomposition = true;
+  bool restarts = true;
+  bool symmetry_breaking = true;
+  bool capacity_inference = true;
+  bool pin_obstacles = true;
+  // Preorders tried by the restarts, MiniMalloc's by default.
+  std::vector<std::string> preorders = {"WAT", "TAW", "TWA"};
+
+  // minimizeHeight's probes, as shares of node_limit: the probe at the
+  // lower bound; each step of the descent; the first round of the sweep
+  // below the incumbent (doubling every round), over this many capacities.
+  double bound_probe_share = 0.4;
+  double descent_probe_share = 0.04;
+  double sweep_probe_share = 0.02;
+  std::size_t sweep_capacities = 8;
+  // minimizeHeight: above this many buffers, search a window of the
+  // buffers around the peak and keep the rest where they are.
   std::size_t window_threshold = 2000;
 };
 
@@ -80,19 +123,18 @@ struct ExactResult {
   bool found = false;            // offsets hold a valid placement
   bool proven_optimal = false;   // minimizeHeight: height is the minimum
   bool proven_infeasible = false;  // solveWithinCapacity: nothing fits
+  Bytes proven_bound = 0;        // no placement is lower than this
   std::uint64_t nodes = 0;       // search nodes spent
 };
 
 // Is there a placement with max(offset + size) <= capacity? Honours
-// alignment, fixed offsets, the reserved prefix and inplace_base pairs.
-// Ignores problem.extra_padding and problem.capacity (the caller's business).
+// alignment (any >= 1), pins, gaps, the reserved prefix and in-place
+// groups (pool_util.h). Ignores extra_padding and problem.capacity.
 ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
                                 const ExactParams& params);
 
-// Lowers the height of `incumbent` (a valid placement: absolute offsets) by
-// bisection on the capacity between `lower_bound` and the incumbent's
-// height. Anytime: never returns anything worse than the incumbent; found is
-// always true. node_limit bounds the total over all probes.
+// Lowers the height of `incumbent` (a valid placement: absolute offsets)
+// toward `lower_bound` (see the header). found is always true.
 ExactResult minimizeHeight(const PoolProblem& problem,
                            const std::vector<Offset>& incumbent,
                            Bytes lower_bound, const ExactParams& params);

@@ -27,16 +27,21 @@
 //     because these algorithms must match ExecuTorch exactly).
 //
 // Cost: ExecuTorch scans every allocation of every object, O(n^2). Here
-// each object keeps its allocations sorted by start, so only those that can
-// overlap the buffer in time are looked at (a window found by binary
-// search); its lifetime hull skips even that when the buffer lies outside
-// it, and (b) skips objects not larger than the buffer. Same choices,
-// same result.
+// the allocations are kept in time buckets (time compressed to the ranks
+// of the distinct start/end values, buckets about one mean lifetime wide;
+// each bucket lists the allocations alive in it and, apart, those starting
+// in it), so one buffer gathers the k allocations live beside it in O(k):
+// they give the busy objects and each one's top. (a) walks the objects
+// large enough for the buffer in creation order (a max-size tree over the
+// objects finds the next one in O(log)), skipping busy ones; (b) is the
+// first busy object with room. O(k log n) per buffer, same choices, same
+// result.
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
+#include "algorithms/greedy.h"
 #include "memplan/algorithm.h"
 
 namespace memplan {
@@ -78,6 +83,224 @@ namespace {
 
 constexpr Bytes kSortAlignment = 16;  // ExecuTorch's default spec alignment
 
+// ExecuTorch's shared objects and their allocations, indexed for steps
+// 2(a)-(c) (see the header).
+class Objects {
+ public:
+  explicit Objects(const PoolProblem& problem) : bufs_(problem.buffers) {
+    const std::size_t n = bufs_.size();
+    std::vector<TimeValue> times;
+    times.reserve(2 * n);
+    for (const Buffer& b : bufs_) {
+      times.push_back(b.start);
+      times.push_back(b.end);
+    }
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    rs_.resize(n);
+    re_.resize(n);
+    std::uint64_t span = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      rs_[i] = rank(times, bufs_[i].start);
+      re_[i] = rank(times, bufs_[i].end);
+      span += static_cast<std::uint64_t>(std::max(1, re_[i] - rs_[i]));
+    }
+    width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(span / n)) : 1;
+    buckets_.resize(times.size() / width_ + 1);
+    leaves_ = 1;
+    while (leaves_ < n) leaves_ *= 2;
+    max_size_.assign(2 * leaves_, 0);
+    stamp_.reserve(n);
+  }
+
+  // Where buffer b goes: (object, offset inside it); creates the object
+  // when none fits.
+  std::pair<std::int32_t, Offset> pick(BufferId b, bool allow_overlapping) {
+    const Bytes size = bufs_[b].size;
+    const std::int32_t rs = rs_[b], re = re_[b];
+    // The allocations live beside b: their objects are busy; tops per object.
+    ++now_;
+    busy_.clear();
+    const std::size_t first = bucketOf(rs), last = bucketOf(std::max(rs, re - 1));
+    auto visit = [&](const Alloc& a) {
+      if (stamp_[a.obj] != now_) {
+        stamp_[a.obj] = now_;
+        top_[a.obj] = 0;
+        busy_.push_back(a.obj);
+      }
+      top_[a.obj] = std::max(top_[a.obj], a.top);
+    };
+    for (const Alloc& a : buckets_[first].all) {
+      ++work_;
+      if (a.rs < re && a.re > rs) visit(a);
+    }
+    for (std::size_t k = first + 1; k <= last; ++k)
+      for (const Alloc& a : buckets_[k].own) {
+        ++work_;
+        if (a.rs < re) visit(a);
+      }
+    std::int32_t picked = kNone;
+    Offset at = 0;
+    // (a) the first object at least as large that no live allocation uses.
+    for (std::int32_t o = nextAtLeast(0, size); o != kNone; o = nextAtLeast(o + 1, size)) {
+      ++work_;
+      if (stamp_[o] != now_) {
+        picked = o;
+        break;
+      }
+    }
+    // (b) the first object with room above its live allocations.
+    if (picked == kNone && allow_overlapping) {
+      for (std::int32_t o : busy_) {
+        const Bytes osize = size_[o];
+        if (osize <= size || top_[o] == 0 || size > osize - top_[o]) continue;
+        if (picked == kNone || o < picked) {
+          picked = o;
+          at = top_[o];
+        }
+      }
+    }
+    // (c) a new object of exactly this size.
+    if (picked == kNone) {
+      picked = static_cast<std::int32_t>(size_.size());
+      size_.push_back(size);
+      stamp_.push_back(0);
+      top_.push_back(0);
+      for (std::size_t i = leaves_ + static_cast<std::size_t>(picked); i >= 1; i /= 2)
+        max_size_[i] = std::max(max_size_[i], size);
+    }
+    const Alloc a{rs, re, picked, at + size};
+    buckets_[first].own.push_back(a);
+    for (std::size_t k = first; k <= last; ++k) buckets_[k].all.push_back(a);
+    return {picked, at};
+  }
+
+  std::size_t count() const { return size_.size(); }
+  Bytes size(std::size_t o) const { return size_[o]; }
+  std::uint64_t work() const { return work_; }
+
+ private:
+  struct Alloc {
+    std::int32_t rs, re;  // lifetime in time ranks
+    std::int32_t obj;
+    Offset top;           // offset + size inside the object
+  };
+  struct Bucket {
+    std::vector<Alloc> all, own;  // alive in the bucket / starting in it
+  };
+  static std::int32_t rank(const std::vector<TimeValue>& times, TimeValue t) {
+    return static_cast<std::int32_t>(std::lower_bound(times.begin(), times.end(), t) -
+                                     times.begin());
+  }
+  std::size_t bucketOf(std::int32_t r) const { return static_cast<std::size_t>(r) / width_; }
+
+  // The first object >= from (creation order) of size >= size, or kNone.
+  std::int32_t nextAtLeast(std::int32_t from, Bytes size) const {
+    const std::size_t count = size_.size();
+    if (static_cast<std::size_t>(from) >= count) return kNone;
+    // Walk up from the leaf until a right sibling subtree holds a match,
+    // then down to its leftmost match.
+    std::size_t i = leaves_ + static_cast<std::size_t>(from);
+    if (max_size_[i] >= size) return from;
+    while (i > 1) {
+      if ((i & 1) == 0 && max_size_[i + 1] >= size) {
+        i = i + 1;
+        while (i < leaves_) i = max_size_[2 * i] >= size ? 2 * i : 2 * i + 1;
+        const std::size_t o = i - leaves_;
+        return o < count ? static_cast<std::int32_t>(o) : kNone;
+      }
+      i /= 2;
+    }
+    return kNone;
+  }
+
+  const std::vector<Buffer>& bufs_;
+  std::vector<std::int32_t> rs_, re_;
+  std::size_t width_ = 1;
+  std::vector<Bucket> buckets_;
+  std::vector<Bytes> size_;          // per object
+  std::vector<std::uint64_t> stamp_;  // per object: busy for query now_
+  std::vector<Offset> top_;          // per object: top of its live allocations
+  std::vector<std::int32_t> busy_;
+  std::uint64_t now_ = 0;
+  std::size_t leaves_ = 1;
+  std::vector<Bytes> max_size_;      // max-size tree over objects
+  std::uint64_t work_ = 0;
+};
+
+}  // namespace
+
+namespace detail {
+
+PoolSolution executorchGreedy(const PoolProblem& problem, bool allow_overlapping,
+                              const std::atomic<bool>* stop) {
+  const std::vector<BufferId> root = detail::inplaceRoots(problem);
+  const auto& bufs = problem.buffers;
+  const auto n = static_cast<BufferId>(bufs.size());
+
+  // 1. Order: key descending, ties by insertion index descending.
+  std::vector<BufferId> order;
+  order.reserve(n);
+  std::vector<Bytes> key(n, 0);
+  for (BufferId i = 0; i < n; ++i) {
+    if (root[i] != i) continue;
+    // nbytes is 0 only for empty specs (then size is 0 too); buffer lists
+    // without nbytes sort on their size.
+    const Bytes raw = bufs[i].nbytes != 0 ? bufs[i].nbytes : bufs[i].size;
+    key[i] = alignUp(raw, kSortAlignment).value_or(kMaxBytes);
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](BufferId a, BufferId b) {
+    return key[a] != key[b] ? key[a] > key[b] : a > b;
+  });
+
+  // 2. Shared objects.
+  Objects objects(problem);
+  std::vector<Offset> local(n, 0);  // offset inside the object
+  std::vector<std::int32_t> obj_of(n, kNone);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (stop && (k & 1023) == 0 && stop->load(std::memory_order_relaxed)) return {};
+    const BufferId b = order[k];
+    const auto [picked, at] = objects.pick(b, allow_overlapping);
+    local[b] = at;
+    obj_of[b] = picked;
+  }
+  const std::uint64_t work = objects.work();
+
+  // 3. Materialize after the reserved prefix.
+  PoolSolution sol;
+  sol.algorithm = allow_overlapping ? "greedy" : "greedy_no_overlap";
+  sol.work = work;
+  Bytes end = problem.reserved;
+  std::vector<Offset> object_offset(objects.count());
+  for (std::size_t o = 0; o < objects.count(); ++o) {
+    object_offset[o] = end;
+    const auto grown = checkedAdd(end, objects.size(o));
+    if (!grown) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+    end = *grown;
+  }
+  if (!order.empty()) {
+    const auto padded = checkedAdd(end, problem.extra_padding);
+    if (!padded) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+    end = *padded;
+  }
+  sol.size = end;
+
+  // 4. Offsets; in-place buffers follow their root.
+  sol.offsets.assign(n, 0);
+  sol.mem_obj_ids.assign(n, 0);
+  for (BufferId i = 0; i < n; ++i) {
+    const BufferId r = root[i];
+    sol.offsets[i] = object_offset[obj_of[r]] + local[r];
+    sol.mem_obj_ids[i] = obj_of[r];
+  }
+  return sol;
+}
+
+}  // namespace detail
+
+namespace {
+
 class ExecutorchGreedy final : public Algorithm {
  public:
   explicit ExecutorchGreedy(bool allow_overlapping)
@@ -100,141 +323,8 @@ class ExecutorchGreedy final : public Algorithm {
   }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
-    const std::vector<BufferId> root = detail::inplaceRoots(problem);
-    const auto& bufs = problem.buffers;
-    const auto n = static_cast<BufferId>(bufs.size());
-
-    // 1. Order: key descending, ties by insertion index descending.
-    std::vector<BufferId> order;
-    order.reserve(n);
-    std::vector<Bytes> key(n, 0);
-    for (BufferId i = 0; i < n; ++i) {
-      if (root[i] != i) continue;
-      // nbytes is 0 only for empty specs (then size is 0 too); buffer lists
-      // without nbytes sort on their size.
-      const Bytes raw = bufs[i].nbytes != 0 ? bufs[i].nbytes : bufs[i].size;
-      key[i] = alignUp(raw, kSortAlignment).value_or(kMaxBytes);
-      order.push_back(i);
-    }
-    std::sort(order.begin(), order.end(), [&](BufferId a, BufferId b) {
-      return key[a] != key[b] ? key[a] > key[b] : a > b;
-    });
-
-    // 2. Shared objects. Each keeps its allocations sorted by start and its
-    // longest lifetime, so the allocations that can overlap [s, e) are the
-    // window with start in (s - longest, e): a binary search, not a scan.
-    struct Alloc {
-      TimeValue start, end;
-      Offset top;                     // offset + size inside the object
-    };
-    struct Object {
-      Bytes size = 0;
-      TimeValue first = 0, last = 0;  // hull of the allocations' lifetimes
-      TimeValue longest = 0;
-      std::vector<Alloc> allocs;      // by start
-      Offset offset = 0;              // materialized position
-    };
-    std::vector<Object> objects;
-    objects.reserve(order.size());
-    std::vector<Offset> local(n, 0);  // offset inside the object
-    std::vector<std::int32_t> obj_of(n, kNone);
-    std::uint64_t work = 0;
-
-    auto window = [](const Object& obj, TimeValue s, TimeValue e) {
-      auto lo = std::partition_point(obj.allocs.begin(), obj.allocs.end(),
-                                     [&](const Alloc& a) { return a.start <= s - obj.longest; });
-      auto hi = std::partition_point(lo, obj.allocs.end(),
-                                     [&](const Alloc& a) { return a.start < e; });
-      return std::make_pair(lo, hi);
-    };
-
-    for (BufferId b : order) {
-      const Bytes size = bufs[b].size;
-      const TimeValue s = bufs[b].start, e = bufs[b].end;
-      const auto count = static_cast<std::int32_t>(objects.size());
-      std::int32_t picked = kNone;
-      Offset at = 0;
-      // (a) first object with no time-overlapping allocation. Objects never
-      // grow: a buffer larger than the object cannot go in (ExecuTorch
-      // asserts here instead; see the header).
-      for (std::int32_t o = 0; o < count && picked == kNone; ++o) {
-        const Object& obj = objects[o];
-        if (size > obj.size) continue;
-        bool free = e <= obj.first || obj.last <= s;
-        if (!free) {
-          free = true;
-          const auto [lo, hi] = window(obj, s, e);
-          for (auto a = lo; a != hi; ++a) {
-            ++work;
-            if (a->end > s) { free = false; break; }
-          }
-        }
-        if (free) picked = o;
-      }
-      // (b) first object with room above its overlapping allocations
-      // (top > 0 and top + size <= object size needs size < object size).
-      if (picked == kNone && allow_overlapping_) {
-        for (std::int32_t o = 0; o < count && picked == kNone; ++o) {
-          const Object& obj = objects[o];
-          if (obj.size <= size) continue;
-          Offset top = 0;
-          const auto [lo, hi] = window(obj, s, e);
-          for (auto a = lo; a != hi; ++a) {
-            ++work;
-            if (a->end > s) top = std::max(top, a->top);
-          }
-          if (top > 0 && size <= obj.size - top) {
-            picked = o;
-            at = top;
-          }
-        }
-      }
-      // (c) a new object of exactly this size.
-      if (picked == kNone) {
-        objects.push_back(Object{});
-        objects.back().size = size;
-        objects.back().first = s;
-        objects.back().last = e;
-        picked = count;
-        at = 0;
-      }
-      Object& obj = objects[picked];
-      obj.first = std::min(obj.first, s);
-      obj.last = std::max(obj.last, e);
-      obj.longest = std::max(obj.longest, e - s);
-      const auto pos = std::partition_point(obj.allocs.begin(), obj.allocs.end(),
-                                            [&](const Alloc& a) { return a.start <= s; });
-      obj.allocs.insert(pos, Alloc{s, e, at + size});
-      local[b] = at;
-      obj_of[b] = picked;
-    }
-
-    // 3. Materialize after the reserved prefix.
-    PoolSolution sol;
+    PoolSolution sol = detail::executorchGreedy(problem, allow_overlapping_, nullptr);
     sol.algorithm = std::string(name());
-    sol.work = work;
-    Bytes end = problem.reserved;
-    for (Object& obj : objects) {
-      obj.offset = end;
-      const auto grown = checkedAdd(end, obj.size);
-      if (!grown) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-      end = *grown;
-    }
-    if (!order.empty()) {
-      const auto padded = checkedAdd(end, problem.extra_padding);
-      if (!padded) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-      end = *padded;
-    }
-    sol.size = end;
-
-    // 4. Offsets; in-place buffers follow their root.
-    sol.offsets.assign(n, 0);
-    sol.mem_obj_ids.assign(n, 0);
-    for (BufferId i = 0; i < n; ++i) {
-      const BufferId r = root[i];
-      sol.offsets[i] = objects[obj_of[r]].offset + local[r];
-      sol.mem_obj_ids[i] = obj_of[r];
-    }
     return sol;
   }
 

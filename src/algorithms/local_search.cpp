@@ -10,26 +10,11 @@
 #include <fmt/format.h>
 
 #include "algorithms/pool_util.h"
+#include "algorithms/random.h"
 
 namespace memplan::heur {
 
 namespace {
-
-// splitmix64: the same sequence on every platform (std distributions are not).
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return n <= 1 ? 0 : static_cast<std::size_t>(next() % n); }
-
- private:
-  std::uint64_t s_;
-};
 
 // (height, buffers reaching it): lower is better.
 struct Score {
@@ -87,7 +72,7 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
     return best;
   }
 
-  Rng rng(params.seed);
+  SplitMix64 rng(params.seed);
   const auto clock_start = std::chrono::steady_clock::now();
   auto last_progress = clock_start;
   std::vector<std::size_t> position(n);
@@ -243,27 +228,29 @@ class LocalSearch : public Algorithm {
   const AlgorithmInfo& info() const override {
     static const AlgorithmInfo kInfo{
         .name = "local_search",
-        .summary = "iterated local search over placement orders from the best heuristic plan"};
+        .summary = "iterated local search over placement orders from the best heuristic plan",
+        .honours_gaps = true,
+        .honours_hints = true};
     return kInfo;
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    const auto merged = pool::mergeInplace(problem);
-    heur::checkPins(merged.problem);
-    const Bytes lb = lowerBound(problem);
-    const Bytes pad = problem.buffers.empty() ? 0 : problem.extra_padding;
-    heur::Placer placer(merged.problem);
-    auto start = heur::runPortfolio(merged.problem, placer, lb - pad);
-    heur::LocalSearchParams lp;
-    lp.seed = params.seed;
-    lp.target = lb - pad;
-    lp.time_limit_seconds = params.time_limit_seconds;
-    lp.progress = params.progress;
-    lp.work_limit = static_cast<std::uint64_t>(
-        params.effort * static_cast<double>(lp.work_limit + 200 * merged.problem.buffers.size()));
-    auto r = heur::improvePlacement(merged.problem, placer, start.order, start.fit,
-                                    std::move(start.offsets), lp);
-    return pool::makeSolution(problem, pool::expandOffsets(merged, r.offsets), "local_search", lb,
-                              start.work + r.work);
+    return pool::solveOffsets(problem, [&](const pool::MergedProblem& m, const pool::Bounds& bounds) {
+      heur::Placer placer(m.problem);
+      const auto passes = heur::allPasses();
+      auto start = heur::runPortfolio(m.problem, placer, passes, bounds.target);
+      heur::LocalSearchParams lp;
+      lp.seed = params.seed;
+      lp.target = bounds.target;
+      lp.time_limit_seconds = params.time_limit_seconds;
+      lp.progress = params.progress;
+      lp.work_limit = static_cast<std::uint64_t>(
+          params.effort * static_cast<double>(lp.work_limit + 200 * m.problem.buffers.size()));
+      auto r = heur::improvePlacement(m.problem, placer, start.order, start.pass.fit,
+                                      std::move(start.offsets), lp);
+      return pool::Placement{.offsets = std::move(r.offsets),
+                             .label = "local_search",
+                             .work = start.work + r.work};
+    });
   }
 };
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/best_fit.h"
+#include "algorithms/placer.h"
 
 namespace memplan::heur {
 

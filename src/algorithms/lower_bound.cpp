@@ -1,11 +1,13 @@
 // Lower bound of a pool: no placement can be smaller.
 //
 //  1. Every live buffer needs its own bytes, so at each time the live sizes
-//     add up (sweep over start/end events, O(n log n)).
-//  2. Members of an in-place group share one offset: at each time the group
-//     needs only its largest live member, not their sum.
+//     add up (sweep over start/end events, O(n log n)). Inside a gap a
+//     buffer needs only its window's bytes, or none.
+//  2. Members of an in-place group share one offset: the group needs the
+//     bytes its chains of overlapping members hold (pool::groupSegments),
+//     not the sum of its members.
 //  3. Everything sits above the reserved prefix; the lowest live buffer at
-//     an offset that is a multiple of the smallest alignment.
+//     the first offset its alignment allows there.
 //  4. A pinned buffer reaches fixed_offset + size whatever else happens.
 //  5. extra_padding follows a used pool.
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <numeric>
 #include <vector>
 
+#include "algorithms/pool_util.h"
 #include "memplan/algorithm.h"
 
 namespace memplan {
@@ -31,28 +34,13 @@ BufferId root(std::vector<BufferId>& parent, BufferId x) {
   return x;
 }
 
-// Step function "largest live member" of one in-place group, as deltas.
+// An in-place group's occupancy (pool::groupSegments), as deltas.
 void groupDeltas(const std::vector<const Buffer*>& members, std::vector<Delta>& out) {
-  std::vector<std::pair<TimeValue, const Buffer*>> ev;
-  for (const Buffer* b : members) {
-    if (b->size == 0 || b->end <= b->start) continue;
-    ev.emplace_back(b->start, b);
-    ev.emplace_back(b->end, b);
-  }
-  std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  std::multiset<Bytes> live;
-  Bytes current = 0;
-  for (std::size_t i = 0; i < ev.size();) {
-    const TimeValue t = ev[i].first;
-    for (; i < ev.size() && ev[i].first == t; ++i) {
-      const Buffer* b = ev[i].second;
-      if (b->start == t) live.insert(b->size);
-      else live.erase(live.find(b->size));
-    }
-    const Bytes now = live.empty() ? 0 : *live.rbegin();
-    if (now > current) out.push_back({t, +1, now - current});
-    if (now < current) out.push_back({t, -1, current - now});
-    current = now;
+  std::vector<pool::Segment> chains;
+  pool::groupSegments(members, chains);
+  for (const pool::Segment& c : chains) {
+    out.push_back({c.start, +1, c.hi - c.lo});
+    out.push_back({c.end, -1, c.hi - c.lo});
   }
 }
 
@@ -81,21 +69,34 @@ Bytes lowerBound(const PoolProblem& problem) {
   std::map<BufferId, std::vector<const Buffer*>> groups;
   std::vector<Delta> deltas;
   deltas.reserve(2 * static_cast<std::size_t>(n));
-  Bytes min_align = 0;
+  Bytes min_base = 0;
   Bytes pinned_top = 0;
+  std::vector<pool::Segment> segs;
   for (BufferId i = 0; i < n; ++i) {
     const Buffer& b = bufs[i];
     if (b.size == 0) continue;  // occupies nothing, wherever it is
     if (b.fixed_offset) pinned_top = std::max(pinned_top, *b.fixed_offset + b.size);
-    const Bytes a = std::max<Bytes>(1, b.alignment);
-    min_align = min_align == 0 ? a : std::min(min_align, a);
+    // The lowest buffer starts at its own alignment above the prefix (with
+    // alignments that are not powers of two the smallest alignment does not
+    // give the lowest start).
+    const Bytes start = alignUp(problem.reserved, std::max<Bytes>(1, b.alignment)).value_or(kMaxBytes);
+    min_base = min_base == 0 ? start : std::min(min_base, start);
     if (b.end <= b.start) continue;
     if (grouped && group_size[root(parent, i)] > 1) {
       groups[root(parent, i)].push_back(&b);
       continue;
     }
-    deltas.push_back({b.start, +1, b.size});
-    deltas.push_back({b.end, -1, b.size});
+    if (b.gaps.empty()) {
+      deltas.push_back({b.start, +1, b.size});
+      deltas.push_back({b.end, -1, b.size});
+      continue;
+    }
+    segs.clear();
+    pool::segmentsOf(b, segs);
+    for (const pool::Segment& s : segs) {
+      deltas.push_back({s.start, +1, s.hi - s.lo});
+      deltas.push_back({s.end, -1, s.hi - s.lo});
+    }
   }
   for (auto& [r, members] : groups) groupDeltas(members, deltas);
 
@@ -113,8 +114,7 @@ Bytes lowerBound(const PoolProblem& problem) {
       live -= d.bytes;
     }
   }
-  Bytes base = problem.reserved;
-  if (min_align > 1 && base % min_align != 0) base += min_align - base % min_align;
+  const Bytes base = min_base == 0 ? problem.reserved : min_base;
   Bytes bound = std::max(peak > 0 ? base + peak : problem.reserved, pinned_top);
   return bound + problem.extra_padding;
 }

@@ -7,12 +7,10 @@
 // mem_obj_id is 0.
 #include <fmt/format.h>
 
+#include "algorithms/greedy.h"
 #include "memplan/algorithm.h"
 
 namespace memplan {
-namespace detail {
-std::vector<BufferId> inplaceRoots(const PoolProblem& problem);  // greedy.cpp
-}  // namespace detail
 
 namespace {
 

@@ -1,10 +1,14 @@
 #include "algorithms/pool_util.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
+
+#include "algorithms/placer.h"
 
 namespace memplan::pool {
 
@@ -18,7 +22,123 @@ BufferId findRoot(std::vector<BufferId>& parent, BufferId x) {
   return x;
 }
 
+// Clips gaps to the lifetime, drops empty ones and full windows, reads an
+// empty window as none (the buffer holds no bytes there), merges
+// equal neighbours; InputError when they are unsorted, overlap or hold a
+// window outside [0, size).
+void normalizeGaps(const PoolProblem& problem, Buffer& b) {
+  if (b.gaps.empty()) return;
+  std::vector<Gap> out;
+  TimeValue last_end = std::numeric_limits<TimeValue>::min();
+  for (const Gap& g : b.gaps) {
+    if (g.end <= g.start || g.start < last_end)
+      throw InputError(fmt::format("pool {}: buffer '{}': gaps must be non-empty, sorted and "
+                                   "disjoint (gap [{}, {}))",
+                                   problem.mem_id, b.name, g.start, g.end));
+    last_end = g.end;
+    if (g.window && (g.window->first > g.window->second || g.window->second > b.size))
+      throw InputError(fmt::format("pool {}: buffer '{}': gap [{}, {}) window [{}, {}) is not "
+                                   "inside [0, {})",
+                                   problem.mem_id, b.name, g.start, g.end, g.window->first,
+                                   g.window->second, b.size));
+    Gap c = g;
+    if (c.window && c.window->first == c.window->second) c.window.reset();  // holds no bytes
+    c.start = std::max(c.start, b.start);
+    c.end = std::min(c.end, b.end);
+    if (c.end <= c.start) continue;
+    if (c.window && c.window->first == 0 && c.window->second == b.size) continue;
+    if (!out.empty() && out.back().end == c.start && out.back().window == c.window)
+      out.back().end = c.end;
+    else
+      out.push_back(c);
+  }
+  b.gaps = std::move(out);
+}
+
+std::optional<Bytes> lcm(Bytes a, Bytes b) {
+  const Bytes g = std::gcd(a, b);
+  return checkedMul(a / g, b);
+}
+
+// Occupancy of an in-place group as gaps of the merged buffer `m` (whose
+// lifetime and size are already the group's): no window where no chain of
+// members is live, the chain's window where it is smaller than m.
+void groupGaps(const std::vector<const Buffer*>& members, Buffer& m) {
+  std::vector<Segment> chains;
+  groupSegments(members, chains);
+  std::vector<Gap> gaps;
+  auto add = [&](TimeValue a, TimeValue b, std::optional<std::pair<Bytes, Bytes>> window) {
+    if (b <= a) return;
+    if (window && window->first == 0 && window->second == m.size) return;  // no gap
+    if (!gaps.empty() && gaps.back().end == a && gaps.back().window == window)
+      gaps.back().end = b;
+    else
+      gaps.push_back(Gap{a, b, window});
+  };
+  TimeValue cursor = m.start;
+  for (const Segment& c : chains) {
+    add(cursor, c.start, std::nullopt);
+    add(c.start, c.end, std::pair(c.lo, c.hi));
+    cursor = c.end;
+  }
+  add(cursor, m.end, std::nullopt);
+  m.gaps = std::move(gaps);
+}
+
 }  // namespace
+
+void segmentsOf(const Buffer& b, std::vector<Segment>& out) {
+  if (b.size == 0) return;
+  TimeValue cursor = b.start;
+  for (const Gap& g : b.gaps) {
+    const TimeValue gs = std::max(g.start, cursor), ge = std::min(g.end, b.end);
+    if (ge <= gs) continue;
+    if (gs > cursor) out.push_back({cursor, gs, 0, b.size});
+    if (g.window && g.window->second > g.window->first)
+      out.push_back({gs, ge, g.window->first, std::min(g.window->second, b.size)});
+    cursor = ge;
+  }
+  if (cursor < b.end) out.push_back({cursor, b.end, 0, b.size});
+}
+
+void groupSegments(const std::vector<const Buffer*>& members, std::vector<Segment>& out) {
+  std::vector<Segment> segs;
+  for (const Buffer* b : members) segmentsOf(*b, segs);
+  std::sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  for (const Segment& s : segs) {
+    if (!out.empty() && s.start < out.back().end) {
+      Segment& c = out.back();
+      c.end = std::max(c.end, s.end);
+      c.lo = std::min(c.lo, s.lo);
+      c.hi = std::max(c.hi, s.hi);
+    } else {
+      out.push_back(s);
+    }
+  }
+}
+
+std::optional<Clearance> clearance(const Buffer& a, const Buffer& b) {
+  if (a.size == 0 || b.size == 0 || !a.overlaps(b)) return std::nullopt;
+  if (a.gaps.empty() && b.gaps.empty()) return Clearance{a.size, b.size};
+  thread_local std::vector<Segment> sa, sb;
+  sa.clear();
+  sb.clear();
+  segmentsOf(a, sa);
+  segmentsOf(b, sb);
+  std::optional<Clearance> c;
+  for (std::size_t i = 0, j = 0; i < sa.size() && j < sb.size();) {
+    const Segment &x = sa[i], &y = sb[j];
+    if (x.start < y.end && y.start < x.end) {
+      if (!c) c = Clearance{0, 0};
+      c->above = std::max(c->above, x.hi > y.lo ? x.hi - y.lo : 0);
+      c->below = std::max(c->below, y.hi > x.lo ? y.hi - x.lo : 0);
+    }
+    if (x.end <= y.end) ++i; else ++j;
+  }
+  return c;
+}
 
 MergedProblem mergeInplace(const PoolProblem& problem) {
   const auto n = static_cast<BufferId>(problem.buffers.size());
@@ -55,30 +175,58 @@ MergedProblem mergeInplace(const PoolProblem& problem) {
   }
 
   out.problem.buffers.resize(out.members.size());
+  PoolProblem normalized;  // members with normalized gaps (groups only)
   for (std::size_t g = 0; g < out.members.size(); ++g) {
     Buffer& m = out.problem.buffers[g];
-    const Buffer& first = problem.buffers[out.members[g].front()];
+    const auto& members = out.members[g];
+    const Buffer& first = problem.buffers[members.front()];
     m = first;
     m.id = static_cast<BufferId>(g);
     m.inplace_base = kNone;
     m.alignment = std::max<Bytes>(1, first.alignment);
-    for (BufferId i : out.members[g]) {
-      const Buffer& b = problem.buffers[i];
+    if (m.end <= m.start) m.end = m.start + 1;  // an empty lifetime still needs a home
+    if (members.size() == 1) {
+      normalizeGaps(problem, m);
+      continue;
+    }
+    m.gaps.clear();
+    m.hint.reset();
+    m.size = 0;
+    m.nbytes = 0;
+    normalized.buffers.clear();
+    normalized.buffers.reserve(members.size());
+    for (BufferId i : members) {
+      Buffer b = problem.buffers[i];
+      if (b.end <= b.start) b.end = b.start + 1;
+      normalizeGaps(problem, b);
+      for (const Gap& gap : b.gaps)
+        if (gap.window && gap.window->first > 0) out.exact = false;
       m.start = std::min(m.start, b.start);
       m.end = std::max(m.end, b.end);
       m.size = std::max(m.size, b.size);
       m.nbytes = std::max(m.nbytes, b.nbytes);
-      m.alignment = std::max<Bytes>(m.alignment, b.alignment);
+      const auto a = lcm(m.alignment, std::max<Bytes>(1, b.alignment));
+      if (!a || *a > kMaxBytes)
+        throw PlanError(fmt::format("pool {}: buffer '{}' shares storage with '{}': their "
+                                    "alignments have no common multiple below {}",
+                                    problem.mem_id, b.name, first.name, kMaxBytes));
+      m.alignment = *a;
+      if (!m.hint && b.hint) m.hint = b.hint;
       if (b.fixed_offset) {
         if (m.fixed_offset && *m.fixed_offset != *b.fixed_offset)
-          throw InputError(fmt::format(
+          throw PlanError(fmt::format(
               "pool {}: buffer {} ('{}') shares storage with '{}' but is pinned at {} "
               "instead of {}",
               problem.mem_id, i, b.name, first.name, *b.fixed_offset, *m.fixed_offset));
         m.fixed_offset = b.fixed_offset;
       }
+      normalized.buffers.push_back(std::move(b));
     }
-    if (m.end <= m.start) m.end = m.start + 1;  // an empty lifetime still needs a home
+    if (m.size > 0) {
+      std::vector<const Buffer*> ptrs;
+      for (const Buffer& b : normalized.buffers) ptrs.push_back(&b);
+      groupGaps(ptrs, m);
+    }
   }
   return out;
 }
@@ -110,7 +258,7 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
   MergedProblem merged;
   try {
     merged = mergeInplace(problem);
-  } catch (const InputError& e) {
+  } catch (const std::exception& e) {
     return e.what();
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -131,100 +279,72 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
       return fmt::format("buffer {} ('{}') at {} but its in-place base '{}' is at {}", i, b.name,
                          o, problem.buffers[first].name, offsets[first]);
   }
-  // Sweep over the merged groups: ends before starts at the same time
-  // (half-open lifetimes); the live set, ordered by offset, must stay
+  // Sweep over the groups' segments: ends before starts at the same time
+  // (half-open); the live byte ranges, ordered by their start, must stay
   // disjoint, so checking the two neighbours of each insertion suffices.
-  const auto& mb = merged.problem.buffers;
-  struct Event { TimeValue t; bool start; BufferId g; };
+  struct Event {
+    TimeValue t;
+    bool start;
+    BufferId g;
+    Offset lo, hi;  // absolute bytes
+  };
   std::vector<Event> events;
-  events.reserve(2 * mb.size());
-  for (const Buffer& b : mb) {
-    if (b.size == 0) continue;
-    events.push_back({b.start, true, b.id});
-    events.push_back({b.end, false, b.id});
+  events.reserve(2 * merged.problem.buffers.size());
+  std::vector<Segment> segs;
+  for (const Buffer& b : merged.problem.buffers) {
+    segs.clear();
+    segmentsOf(b, segs);
+    const Offset o = offsets[merged.members[b.id].front()];
+    for (const Segment& s : segs) {
+      events.push_back({s.start, true, b.id, o + s.lo, o + s.hi});
+      events.push_back({s.end, false, b.id, o + s.lo, o + s.hi});
+    }
   }
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     if (a.t != b.t) return a.t < b.t;
     if (a.start != b.start) return !a.start;
     return a.g < b.g;
   });
-  std::map<Offset, BufferId> live;  // offset -> group
+  std::map<Offset, std::pair<Offset, BufferId>> live;  // lo -> (hi, group)
   auto name = [&](BufferId g) { return problem.buffers[merged.members[g].front()].name; };
   for (const Event& e : events) {
-    const Offset o = offsets[merged.members[e.g].front()];
     if (!e.start) {
-      live.erase(o);
+      live.erase(e.lo);
       continue;
     }
-    const Bytes size = mb[e.g].size;
-    auto next = live.lower_bound(o);
-    if (next != live.end() && next->first < o + size)
-      return fmt::format("buffers '{}' and '{}' overlap in time and bytes (at {} and {})",
-                         name(e.g), name(next->second), o, next->first);
+    auto next = live.lower_bound(e.lo);
+    if (next != live.end() && next->first < e.hi)
+      return fmt::format("buffers '{}' and '{}' overlap in time and bytes (bytes {} and {})",
+                         name(e.g), name(next->second.second), e.lo, next->first);
     if (next != live.begin()) {
       auto prev = std::prev(next);
-      if (prev->first + mb[prev->second].size > o)
-        return fmt::format("buffers '{}' and '{}' overlap in time and bytes (at {} and {})",
-                           name(e.g), name(prev->second), o, prev->first);
+      if (prev->second.first > e.lo)
+        return fmt::format("buffers '{}' and '{}' overlap in time and bytes (bytes {} and {})",
+                           name(e.g), name(prev->second.second), e.lo, prev->first);
     }
-    live.emplace(o, e.g);
+    live.emplace(e.lo, std::pair(e.hi, e.g));
   }
   return {};
 }
 
-std::string checkPlacementExact(const PoolProblem& problem, const std::vector<Offset>& offsets) {
-  const std::size_t n = problem.buffers.size();
-  if (offsets.size() != n) return fmt::format("{} offsets for {} buffers", offsets.size(), n);
-  MergedProblem merged;
-  try {
-    merged = mergeInplace(problem);
-  } catch (const InputError& e) {
-    return e.what();
+void checkPins(const PoolProblem& merged) {
+  PoolProblem pins;
+  pins.mem_id = merged.mem_id;
+  pins.reserved = merged.reserved;
+  std::vector<Offset> offsets;
+  for (const Buffer& b : merged.buffers) {
+    if (!b.fixed_offset) continue;
+    if (*b.fixed_offset > kMaxBytes || b.size > kMaxBytes - *b.fixed_offset)
+      throw PlanError(fmt::format("pool {}: buffer '{}' pinned at {} overflows", merged.mem_id,
+                                  b.name, *b.fixed_offset));
+    pins.buffers.push_back(b);
+    pins.buffers.back().id = static_cast<BufferId>(offsets.size());
+    offsets.push_back(*b.fixed_offset);
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const Buffer& b = problem.buffers[i];
-    if (offsets[i] % std::max<Bytes>(1, b.alignment) != 0)
-      return fmt::format("buffer {} ('{}') at {} is not aligned", i, b.name, offsets[i]);
-    if (offsets[i] < problem.reserved)
-      return fmt::format("buffer {} ('{}') is inside the reserved prefix", i, b.name);
-    if (b.fixed_offset && *b.fixed_offset != offsets[i])
-      return fmt::format("buffer {} ('{}') is not at its pin", i, b.name);
-    if (b.inplace_base != kNone && offsets[b.inplace_base] != offsets[i])
-      return fmt::format("buffer {} ('{}') is not at its in-place base", i, b.name);
-  }
-  struct Event { TimeValue t; bool start; BufferId b; };
-  std::vector<Event> events;
-  for (const Buffer& b : problem.buffers) {
-    if (b.size == 0 || b.end <= b.start) continue;
-    events.push_back({b.start, true, b.id});
-    events.push_back({b.end, false, b.id});
-  }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.t != b.t) return a.t < b.t;
-    if (a.start != b.start) return !a.start;
-    return a.b < b.b;
-  });
-  std::vector<BufferId> live;
-  std::vector<std::size_t> slot(n, 0);
-  for (const Event& e : events) {
-    if (!e.start) {
-      const std::size_t k = slot[e.b];
-      live[k] = live.back();
-      slot[live[k]] = k;
-      live.pop_back();
-      continue;
-    }
-    const Buffer& x = problem.buffers[e.b];
-    for (BufferId y : live) {
-      if (merged.group_of[y] == merged.group_of[e.b]) continue;
-      const Buffer& o = problem.buffers[y];
-      if (offsets[e.b] < offsets[y] + o.size && offsets[y] < offsets[e.b] + x.size)
-        return fmt::format("buffers '{}' and '{}' overlap in time and bytes", x.name, o.name);
-    }
-    slot[e.b] = live.size();
-    live.push_back(e.b);
-  }
-  return {};
+  if (pins.buffers.empty()) return;
+  const std::string err = checkPlacement(pins, offsets);
+  if (!err.empty())
+    throw PlanError(fmt::format("pool {}: pinned buffers cannot be honoured: {}", merged.mem_id, err));
 }
 
 PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offsets,
@@ -234,9 +354,62 @@ PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offset
   s.offsets = std::move(offsets);
   s.mem_obj_ids.assign(problem.buffers.size(), 0);
   s.algorithm = std::move(algorithm);
+  s.lower_bound = lower_bound;
   s.proven_optimal = s.size <= lower_bound;
   s.work = work;
   return s;
+}
+
+PoolSolution solveOffsets(const PoolProblem& problem, const PlaceFn& place) {
+  const MergedProblem merged = mergeInplace(problem);
+  checkPins(merged.problem);
+  Bounds bounds;
+  bounds.pool_bound = lowerBound(problem);
+  bounds.padding = problem.buffers.empty() ? 0 : problem.extra_padding;
+  bounds.target = bounds.pool_bound - bounds.padding;
+  if (merged.merged_any)
+    bounds.target = std::max(bounds.target, lowerBound(merged.problem) - bounds.padding);
+  bounds.exact = merged.exact;
+  Placement p = place(merged, bounds);
+  moveToHints(merged.problem, p.offsets);
+  const Bytes height = placementHeight(merged.problem, p.offsets);
+  // What is proven about the pool: the bound, raised by the algorithm's
+  // own proof (never above the plan) when the merged problem is the
+  // original one.
+  Bytes proven = bounds.pool_bound;
+  if (merged.exact) {
+    proven = std::max(proven, bounds.target + bounds.padding);
+    if (p.proven_height > 0) proven = std::max(proven, p.proven_height + bounds.padding);
+    if (p.proven_optimal) proven = std::max(proven, height + bounds.padding);
+  }
+  PoolSolution s = makeSolution(problem, expandOffsets(merged, p.offsets), std::move(p.label),
+                                std::min(proven, height + bounds.padding), p.work);
+  return s;
+}
+
+std::size_t moveToHints(const PoolProblem& merged, std::vector<Offset>& offsets) {
+  std::vector<BufferId> hinted;
+  for (const Buffer& b : merged.buffers)
+    if (b.hint && !b.fixed_offset && offsets[b.id] != *b.hint) hinted.push_back(b.id);
+  if (hinted.empty()) return 0;
+  const Bytes height = placementHeight(merged, offsets);
+  heur::Placer placer(merged);
+  std::vector<BufferId> all(merged.buffers.size());
+  std::iota(all.begin(), all.end(), 0);
+  placer.markAll(all, offsets);
+  std::size_t moved = 0;
+  for (BufferId id : hinted) {
+    const Buffer& b = merged.buffers[id];
+    const Offset h = *b.hint;
+    if (h % b.alignment != 0 || h < merged.reserved || h > height || b.size > height - h) continue;
+    placer.unmark(id);
+    if (placer.fits(id, h)) {
+      offsets[id] = h;
+      ++moved;
+    }
+    placer.mark(id, offsets[id]);
+  }
+  return moved;
 }
 
 }  // namespace memplan::pool

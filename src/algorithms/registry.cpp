@@ -14,6 +14,7 @@ std::unique_ptr<Algorithm> makeGreedyNoOverlapAlgorithm();  // greedy.cpp
 std::unique_ptr<Algorithm> makeExecutorchSuiteAlgorithm();  // greedy.cpp
 
 std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
+std::unique_ptr<Algorithm> makeFirstFitAlgorithm();     // best_fit.cpp
 std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
 std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
 std::unique_ptr<Algorithm> makeExactAlgorithm();        // exact.cpp
@@ -27,6 +28,7 @@ struct Entry {
 constexpr Entry kAlgorithms[] = {
     {"", nullptr},  // placeholder so the table is never empty
     {"best_fit", makeBestFitAlgorithm},
+    {"first_fit", makeFirstFitAlgorithm},
     {"local_search", makeLocalSearchAlgorithm},
     {"auto", makeAutoAlgorithm},
     {"exact", makeExactAlgorithm},

@@ -7,22 +7,6 @@
 
 namespace memplan::test {
 
-std::uint64_t Rng::next() {
-  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-std::uint64_t Rng::below(std::uint64_t n) { return n <= 1 ? 0 : next() % n; }
-std::int64_t Rng::range(std::int64_t lo, std::int64_t hi) {
-  if (hi <= lo) return lo;
-  return lo + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(hi - lo) + 1));
-}
-bool Rng::chance(double p) {
-  return static_cast<double>(next() >> 11) * 0x1.0p-53 < p;
-}
-
-// ---------------------------------------------------------------------------
 ModelBuilder::ModelBuilder(std::string name) {
   model_.name = std::move(name);
   model_.graphs.emplace_back();

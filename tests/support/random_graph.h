@@ -1,31 +1,21 @@
 // Random models for property tests, and a small builder for hand-made ones.
 //
-// The generator draws from its own 64-bit generator (no std distributions,
-// whose results differ between standard libraries), so a seed names the
-// same model on every machine.
+// The generator draws from memplan's SplitMix64 (algorithms/random.h: no
+// std distributions, whose results differ between standard libraries), so
+// a seed names the same model on every machine.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "algorithms/random.h"
 #include "memplan/graph.h"
 #include "memplan/specs.h"
 
 namespace memplan::test {
 
-// splitmix64: tiny, portable, good enough for test data.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
-  std::uint64_t below(std::uint64_t n);            // [0, n), n >= 1
-  std::int64_t range(std::int64_t lo, std::int64_t hi);  // [lo, hi]
-  bool chance(double p);                           // true with probability p
-
- private:
-  std::uint64_t state_;
-};
+using Rng = SplitMix64;
 
 // Builds models by hand: tensors are bytes (dtype uint8, shape {nbytes}).
 class ModelBuilder {

@@ -1,0 +1,134 @@
+// Planning at scale: synthetic lists of 10k to 1M buffers (bench/synthetic.h
+// logUniform: sizes 64 B..1 MiB, lengths 1..1000 steps, ~145 live at once).
+// Prints a markdown table: per size and algorithm the height against the
+// lower bound, wall and CPU seconds and peak RSS, then the growth exponent
+// of each algorithm's CPU time between consecutive sizes.
+//
+//   scale [--sizes 10000,100000,1000000] [--algorithms auto,best_fit,...]
+//         [--seed S]
+//
+// Every (size, algorithm) runs in its own child process, so the peak RSS is
+// that run's alone (list generation included).
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "algorithms/pool_util.h"
+#include "synthetic.h"
+
+namespace {
+
+using namespace memplan;
+
+struct Row {
+  Bytes lb = 0, height = 0;
+  double wall = 0, cpu = 0, rss_mb = 0;
+  bool valid = false;
+};
+
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+Row runChild(std::size_t n, const std::string& algorithm, std::uint64_t seed) {
+  int fd[2];
+  if (pipe(fd) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    Row r;
+    const PoolProblem p = bench::logUniform(n, seed);
+    r.lb = lowerBound(p);
+    auto algo = makeAlgorithm(algorithm);
+    if (algo) {
+      const double c0 = cpuSeconds();
+      const auto t0 = std::chrono::steady_clock::now();
+      const PoolSolution s = algo->solve(p, {});
+      r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r.cpu = cpuSeconds() - c0;
+      r.height = s.size;
+      r.valid = algo->info().executorch_exact || pool::checkPlacement(p, s.offsets).empty();
+    }
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    r.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
+    if (write(fd[1], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  Row r;
+  if (read(fd[0], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) r = Row{};
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return r;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p <= s.size();) {
+    const std::size_t q = std::min(s.find(',', p), s.size());
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> sizes = {10000, 100000, 1000000};
+  std::vector<std::string> algos = {"auto", "best_fit", "first_fit", "greedy"};
+  std::uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
+      sizes.clear();
+      for (const auto& s : split(argv[++i])) sizes.push_back(std::stoull(s));
+    } else if (!std::strcmp(argv[i], "--algorithms") && i + 1 < argc) {
+      algos = split(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
+      seed = std::stoull(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: scale [--sizes a,b] [--algorithms x,y] [--seed S]\n");
+      return 2;
+    }
+  }
+  fmt::print("| buffers | LB | algorithm | height | / LB | wall s | cpu s | peak RSS MB |\n");
+  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  std::map<std::string, std::vector<std::pair<std::size_t, double>>> cpu;
+  int bad = 0;
+  for (std::size_t n : sizes) {
+    for (const auto& a : algos) {
+      const Row r = runChild(n, a, seed);
+      if (!r.valid) ++bad;
+      fmt::print("| {} | {} | {} | {}{} | {:.4f} | {:.3f} | {:.3f} | {:.0f} |\n", n, r.lb, a,
+                 r.height, r.valid ? "" : " INVALID",
+                 r.lb ? static_cast<double>(r.height) / static_cast<double>(r.lb) : 0.0, r.wall,
+                 r.cpu, r.rss_mb);
+      std::fflush(stdout);
+      cpu[a].emplace_back(n, r.cpu);
+    }
+  }
+  fmt::print("\nGrowth exponent of CPU time (log ratio of times / log ratio of sizes):\n\n");
+  for (const auto& [a, pts] : cpu)
+    for (std::size_t k = 1; k < pts.size(); ++k)
+      if (pts[k - 1].second > 0 && pts[k].second > 0)
+        fmt::print("- {} {}->{}: n^{:.2f}\n", a, pts[k - 1].first, pts[k].first,
+                   std::log(pts[k].second / pts[k - 1].second) /
+                       std::log(static_cast<double>(pts[k].first) /
+                                static_cast<double>(pts[k - 1].first)));
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,135 @@
+// "auto" is never larger than any of its built-in heuristics (first fit and
+// best fit in their default order, ExecuTorch's greedy when its plan is
+// safe), on random lists of 10 to 200,000 buffers: model-like and
+// log-uniform lists, and small lists with every feature (in-place groups,
+// pins, gaps, hints, odd alignments, zero sizes, a reserved prefix). Every
+// plan passes the independent placement check. Under the sanitizers the
+// largest lists are left out (they run ~10x slower there).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "algorithms/pool_util.h"
+#include "algorithms/random.h"
+#include "memplan/algorithm.h"
+#include "../bench/synthetic.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMPLAN_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEMPLAN_UNDER_SANITIZER 1
+#endif
+#endif
+
+namespace memplan {
+namespace {
+
+#ifdef MEMPLAN_UNDER_SANITIZER
+constexpr std::size_t kLargest = 20'000;
+#else
+constexpr std::size_t kLargest = 200'000;
+#endif
+
+// A small random list with every feature the offset algorithms honour.
+PoolProblem featureList(SplitMix64& rng, std::size_t n) {
+  PoolProblem p;
+  p.reserved = rng.below(3) == 0 ? rng.below(100) : 0;
+  p.extra_padding = rng.below(4) == 0 ? rng.below(64) : 0;
+  const Bytes aligns[] = {1, 4, 16, 20, 64, 100};
+  const auto horizon = static_cast<TimeValue>(4 + n / 2);
+  Bytes pin_at = 1 << 20;  // pins in a band of their own: always feasible
+  for (std::size_t i = 0; i < n; ++i) {
+    Buffer b;
+    b.id = static_cast<BufferId>(i);
+    b.name = "t" + std::to_string(i);
+    b.start = static_cast<TimeValue>(rng.below(static_cast<std::uint64_t>(horizon)));
+    b.end = b.start + 1 + static_cast<TimeValue>(rng.below(rng.below(4) == 0 ? 40 : 6));
+    b.alignment = aligns[rng.below(6)];
+    b.nbytes = rng.below(10) == 0 ? 0 : 1 + rng.below(rng.below(3) == 0 ? 5000 : 300);
+    b.size = (b.nbytes + b.alignment - 1) / b.alignment * b.alignment;
+    if (rng.below(15) == 0) {
+      pin_at = (pin_at + b.alignment - 1) / b.alignment * b.alignment;
+      b.fixed_offset = pin_at;
+      pin_at += b.size + rng.below(50);
+    } else if (i > 0 && rng.below(8) == 0 && !p.buffers[i - 1].fixed_offset) {
+      b.inplace_base = static_cast<BufferId>(i - 1);
+      b.alignment = p.buffers[i - 1].alignment;
+      b.size = (b.nbytes + b.alignment - 1) / b.alignment * b.alignment;
+      b.start = p.buffers[i - 1].end + static_cast<TimeValue>(rng.below(3)) - 1;
+      b.end = b.start + 1 + static_cast<TimeValue>(rng.below(6));
+    }
+    if (b.size > 0 && b.end - b.start > 3 && rng.below(6) == 0) {
+      const TimeValue gs = b.start + 1;
+      Gap g{gs, gs + 1 + static_cast<TimeValue>(rng.below(static_cast<std::uint64_t>(b.end - gs - 1)))};
+      if (rng.below(2) == 0) g.window = std::pair<Bytes, Bytes>{0, 1 + rng.below(b.size)};
+      b.gaps = {g};
+    }
+    if (rng.below(12) == 0) b.hint = rng.below(2000);
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+// auto against its parts; returns the number of lists where auto was
+// strictly smaller than the best of them.
+int check(const PoolProblem& p, const std::string& what) {
+  // Low effort: the heuristics run in full at any effort (that is the
+  // property); the later stages only shrink the plan further.
+  AlgorithmParams quick;
+  quick.effort = 0.1;
+  const PoolSolution a = makeAlgorithm("auto")->solve(p, quick);
+  EXPECT_EQ(pool::checkPlacement(p, a.offsets), "") << what;
+  EXPECT_GE(a.size, lowerBound(p)) << what;
+  EXPECT_LE(a.lower_bound, a.size) << what;
+  Bytes best = ~Bytes{0};
+  for (const char* part : {"first_fit", "best_fit"}) {
+    const PoolSolution s = makeAlgorithm(part)->solve(p, {});
+    EXPECT_EQ(pool::checkPlacement(p, s.offsets), "") << what << " " << part;
+    EXPECT_LE(a.size, s.size) << what << " " << part;
+    best = std::min(best, s.size);
+  }
+  bool pinned = false;
+  for (const Buffer& b : p.buffers) pinned = pinned || b.fixed_offset.has_value();
+  if (!pinned) {
+    const PoolSolution g = makeAlgorithm("greedy")->solve(p, {});
+    // ExecuTorch's plan counts when it is safe; its size is the bytes its
+    // offsets use (its shared objects may leave slack on top).
+    if (pool::checkPlacement(p, g.offsets).empty()) {
+      const Bytes used = pool::poolSize(p, g.offsets);
+      EXPECT_LE(a.size, used) << what << " greedy";
+      best = std::min(best, used);
+    }
+  }
+  return a.size < best ? 1 : 0;
+}
+
+TEST(AutoParts, NeverLargerOnSmallFeatureLists) {
+  SplitMix64 rng(11);
+  int better = 0, lists = 0;
+  for (std::size_t n : {10, 30, 100, 300, 1000}) {
+    const int count = n <= 100 ? 60 : 12;
+    for (int k = 0; k < count; ++k, ++lists)
+      better += check(featureList(rng, n), "features n=" + std::to_string(n) + " #" + std::to_string(k));
+  }
+  std::printf("%d feature lists, auto strictly smaller than every part on %d\n", lists, better);
+  EXPECT_GT(better, lists / 10);  // the later stages do find better plans
+}
+
+TEST(AutoParts, NeverLargerOnLargeLists) {
+  int lists = 0;
+  for (std::size_t n : {3'000, 10'000, 30'000, 100'000}) {
+    if (n > kLargest) break;
+    check(bench::logUniform(n, n), "log-uniform n=" + std::to_string(n));
+    lists += 1;
+    if (n > 30'000) continue;
+    check(bench::modelLike(n, n), "model-like n=" + std::to_string(n));
+    lists += 1;
+  }
+  check(bench::logUniform(kLargest, 7), "log-uniform n=" + std::to_string(kLargest));
+  EXPECT_GE(lists, 3);
+}
+
+}  // namespace
+}  // namespace memplan
