@@ -13,6 +13,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler
   libonnx-testdata
+  pybind11-dev python3-dev python3-pytest
 )
 if [ "${MEMPLAN_SETUP_EXTRA:-}" = "ci" ]; then
   # Fuzzing (clang + libFuzzer runtime) and the browser test (Chromium).

@@ -1,0 +1,682 @@
+// memplan._memplan: the Python binding of the library entry point
+// (memplan/memplan.h). A thin shell: it converts arguments, releases the GIL
+// around every call that reads, plans or checks, and turns the results into
+// small read-only objects. The pure-Python package (python/memplan) adds
+// the friendly signatures and the ExecuTorch plug-in on top.
+//
+// Objects are immutable once made, so several threads may plan, verify and
+// replay the same Input at once.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "memplan/limits.h"
+#include "memplan/memplan.h"
+
+namespace py = pybind11;
+using namespace memplan;
+
+namespace {
+
+using InputPtr = std::shared_ptr<const Input>;
+
+// Library messages name request fields ("PlanRequest.options.alignment:
+// ..."); from Python the user typed the keyword argument.
+std::string inPythonTerms(const std::string& message) {
+  static const std::pair<std::string_view, std::string_view> kFields[] = {
+      {"PlanRequest.algorithm", "algorithm"},
+      {"PlanRequest.options.alignment", "alignment"},
+      {"PlanRequest.extra_padding", "extra_padding"},
+      {"PlanRequest.options.spill_order", "spill_order"},
+      {"PlanRequest.options.capacities", "capacities"},
+      {"PlanRequest.params.effort", "effort"},
+      {"PlanRequest.params.time_limit_seconds", "time_limit"},
+  };
+  for (const auto& [field, arg] : kFields)
+    if (message.starts_with(field) && message.size() > field.size() && message[field.size()] == ':')
+      return std::string(arg) + message.substr(field.size());
+  return message;
+}
+
+std::string_view kindName(InputKind k) {
+  switch (k) {
+    case InputKind::GraphJson: return "graph_json";
+    case InputKind::SpecList: return "spec_list";
+    case InputKind::Csv: return "csv";
+    case InputKind::Onnx: return "onnx";
+    case InputKind::Tflite: return "tflite";
+  }
+  return "unknown";
+}
+
+ImportOptions importOptions(const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+                            const std::map<std::string, std::int64_t>& dims, bool alias_views,
+                            std::int64_t unknown_size_bytes) {
+  ImportOptions o;
+  for (const auto& [name, shape] : input_shapes) {
+    if (shape.size() > limits::kMaxRank)
+      throw InputError(fmt::format("input_shapes[{}]: more than {} dimensions", name, limits::kMaxRank));
+    for (std::int64_t d : shape)
+      if (d < 0) throw InputError(fmt::format("input_shapes[{}]: negative dimension {}", name, d));
+  }
+  for (const auto& [name, value] : dims)
+    if (value < 0) throw InputError(fmt::format("dims[{}]: negative value {}", name, value));
+  if (unknown_size_bytes < 0 || static_cast<Bytes>(unknown_size_bytes) > limits::kMaxSize)
+    throw InputError(fmt::format("unknown_size_bytes: {} is not a byte size in [0, 2^62]", unknown_size_bytes));
+  o.input_shapes = input_shapes;
+  o.dims = dims;
+  o.alias_views = alias_views;
+  o.unknown_size_bytes = static_cast<Bytes>(unknown_size_bytes);
+  return o;
+}
+
+// ---- results as plain objects ----
+
+struct PyAllocation {
+  py::object id;               // spec list: int id; model/CSV: name; None if ambiguous
+  std::string name;
+  SpecId spec = 0;
+  GraphId graph = 0;
+  MemId mem_id = 0;
+  std::int32_t mem_obj_id = 0;
+  Offset offset = 0;
+  Bytes size = 0;
+  TimeValue first = 0, last = 0;
+};
+
+struct PyPool {
+  PoolInfo info;
+  py::object ratio() const {
+    if (info.lower_bound == 0) return py::none();
+    return py::float_(static_cast<double>(info.size) / static_cast<double>(info.lower_bound));
+  }
+};
+
+// The id a plan file gives a spec (docs/plan-format.md): the integer of a
+// spec-list spec ("id N"), else its name; None when empty or not unique.
+std::vector<py::object> specIds(const GraphSpecs& specs) {
+  std::unordered_map<std::string_view, int> count;
+  for (const Spec& s : specs.specs) ++count[s.name];
+  std::vector<py::object> ids(specs.specs.size());
+  for (std::size_t i = 0; i < specs.specs.size(); ++i) {
+    const std::string& name = specs.specs[i].name;
+    if (name.empty() || count[name] != 1) {
+      ids[i] = py::none();
+      continue;
+    }
+    if (name.size() > 3 && name.compare(0, 3, "id ") == 0) {
+      std::int64_t v = 0;
+      const char* last = name.data() + name.size();
+      const auto [end, ec] = std::from_chars(name.data() + 3, last, v);
+      if (ec == std::errc() && end == last && std::to_string(v) == name.substr(3)) {
+        ids[i] = py::int_(v);
+        continue;
+      }
+    }
+    ids[i] = py::str(name);
+  }
+  return ids;
+}
+
+py::list allocationsOf(const GraphPlan& g) {
+  const std::vector<py::object> ids = specIds(g.specs);
+  py::list out;
+  for (const Allocation& a : g.allocations) {
+    PyAllocation x;
+    const Spec* s = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size()
+                        ? &g.specs.specs[a.spec] : nullptr;
+    x.id = s ? ids[a.spec] : py::none();
+    x.name = s ? s->name : std::string();
+    x.spec = a.spec;
+    x.graph = g.graph;
+    x.mem_id = a.mem_id;
+    x.mem_obj_id = a.mem_obj_id;
+    x.offset = a.offset;
+    x.size = a.size;
+    if (s) {
+      x.first = s->first;
+      x.last = s->last;
+    }
+    out.append(py::cast(std::move(x)));
+  }
+  return out;
+}
+
+py::list poolsOf(const GraphPlan& g) {
+  py::list out;
+  for (const PoolInfo& p : g.pools) out.append(py::cast(PyPool{p}));
+  return out;
+}
+
+Bytes sum(const std::vector<Bytes>& v) {
+  Bytes t = 0;
+  for (Bytes b : v) t = checkedAdd(t, b).value_or(kMaxBytes);
+  return t;
+}
+
+Bytes lowerBoundOf(const GraphPlan& g) {
+  Bytes t = 0;
+  for (const PoolInfo& p : g.pools) t = checkedAdd(t, p.lower_bound).value_or(kMaxBytes);
+  return t;
+}
+
+// Winner of a graph: the algorithms its pools kept, in mem_id order.
+std::string winnerOf(const Plan& plan, const GraphPlan& g) {
+  std::vector<std::string> names;
+  for (const PoolInfo& p : g.pools)
+    if (std::find(names.begin(), names.end(), p.algorithm) == names.end()) names.push_back(p.algorithm);
+  if (names.empty()) return plan.algorithm;
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+struct PyGraphPlan {
+  std::shared_ptr<const Plan> plan;
+  GraphId graph = 0;
+  const GraphPlan& g() const { return plan->graphs.at(graph); }
+};
+
+struct PyPlan {
+  std::shared_ptr<const Plan> plan;
+  InputPtr input;
+  const GraphPlan& main() const { return plan->main(); }
+};
+
+struct PyVerify {
+  VerifyResult r;
+};
+
+// ---- the ExecuTorch plug-in's entry: an in-memory spec list ----
+
+struct SpecPlan {
+  std::vector<Bytes> bufsizes;
+  std::vector<MemId> mem_ids;
+  std::vector<std::int32_t> mem_obj_ids;
+  std::vector<Offset> offsets;
+  bool ok = true;
+  std::string violation;
+  std::string winner;
+  Bytes lower_bound = 0;
+  bool proven_optimal = false;
+  bool executorch_exact = false;
+};
+
+SpecPlan planSpecList(const std::vector<Bytes>& nbytes, const std::vector<TimeValue>& first,
+                      const std::vector<TimeValue>& last, const std::vector<std::int64_t>& mem_id,
+                      const std::vector<std::int64_t>& inplace_base, const std::string& algorithm,
+                      Bytes alignment, Bytes extra_padding, const std::vector<Bytes>& reserved,
+                      double effort, double time_limit) {
+  const std::size_t n = nbytes.size();
+  if (first.size() != n || last.size() != n || mem_id.size() != n || inplace_base.size() != n)
+    throw InputError("specs: nbytes, lifetimes, mem_ids and inplace_bases differ in length");
+  if (n > limits::kMaxSpecs)
+    throw InputError(fmt::format("specs: {} specs, above the limit of {}", n, limits::kMaxSpecs));
+  if (reserved.size() > limits::kMaxPools)
+    throw InputError(fmt::format("input_mem_buffer_sizes: {} entries, above the limit of {}",
+                                 reserved.size(), limits::kMaxPools));
+  for (std::size_t m = 0; m < reserved.size(); ++m)
+    if (reserved[m] > limits::kMaxSize)
+      throw InputError(fmt::format("input_mem_buffer_sizes[{}]: {} is above the limit of 2^62", m, reserved[m]));
+  SpecList list;
+  list.name = "specs";
+  list.algorithm = algorithm;
+  list.alignment = alignment;
+  list.extra_padding = extra_padding;
+  list.input_mem_buffer_sizes = reserved;
+  list.specs.specs.reserve(n);
+  TimeValue steps = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Spec s;
+    s.id = static_cast<SpecId>(i);
+    s.name = fmt::format("specs[{}]", i);
+    if (nbytes[i] > limits::kMaxSize)
+      throw InputError(fmt::format("{}: {} bytes, above the limit of 2^62", s.name, nbytes[i]));
+    s.nbytes = nbytes[i];
+    if (first[i] < 0 || first[i] > last[i] || last[i] >= limits::kMaxTime)
+      throw InputError(fmt::format("{}.lifetime: expected [first, last] with 0 <= first <= last, got [{}, {}]",
+                                   s.name, first[i], last[i]));
+    s.first = first[i];
+    s.last = last[i];
+    steps = std::max(steps, last[i] + 1);
+    if (mem_id[i] != 0) {
+      if (mem_id[i] < 1 || mem_id[i] > limits::kMaxMemId)
+        throw InputError(fmt::format("{}.mem_id: {} out of range [1, {}] (0 holds constants)", s.name,
+                                     mem_id[i], limits::kMaxMemId));
+      s.mem_id = static_cast<MemId>(mem_id[i]);
+    }
+    if (inplace_base[i] >= 0) {
+      if (static_cast<std::size_t>(inplace_base[i]) >= n || static_cast<std::size_t>(inplace_base[i]) == i)
+        throw InputError(fmt::format("{}.inplace_base: no other spec at index {}", s.name, inplace_base[i]));
+      s.inplace_base = static_cast<SpecId>(inplace_base[i]);
+    }
+    s.alignment = alignment;
+    s.planned = true;
+    list.ids.push_back(static_cast<std::int64_t>(i));
+    list.specs.specs.push_back(std::move(s));
+  }
+  list.specs.steps = steps;
+  const Input input = Input::fromSpecList(std::move(list));
+
+  PlanRequest request;
+  request.algorithm = algorithm;
+  request.options.alignment = alignment;
+  request.extra_padding = extra_padding;
+  request.params.effort = effort;
+  request.params.time_limit_seconds = time_limit;
+  const Plan plan = memplan::plan(input, request);
+  const GraphPlan& g = plan.main();
+
+  SpecPlan out;
+  out.bufsizes = g.bufsizes;
+  out.mem_ids.assign(n, 0);
+  out.mem_obj_ids.assign(n, 0);
+  out.offsets.assign(n, 0);
+  std::vector<bool> seen(n, false);
+  for (const Allocation& a : g.allocations) {
+    if (a.spec < 0 || static_cast<std::size_t>(a.spec) >= n) continue;
+    seen[a.spec] = true;
+    out.mem_ids[a.spec] = a.mem_id;
+    out.mem_obj_ids[a.spec] = a.mem_obj_id;
+    out.offsets[a.spec] = a.offset;
+  }
+  const VerifyResult verdict = memplan::verify(input, plan);
+  out.ok = verdict.ok();
+  if (!out.ok) out.violation = verdict.violations.front().message;
+  for (std::size_t i = 0; i < n && out.ok; ++i)
+    if (!seen[i]) {
+      out.ok = false;
+      out.violation = fmt::format("specs[{}] has no allocation", i);
+    }
+  out.winner = winnerOf(plan, g);
+  out.lower_bound = lowerBoundOf(g);
+  out.proven_optimal = !g.pools.empty();
+  for (const PoolInfo& p : g.pools) out.proven_optimal = out.proven_optimal && p.proven_optimal;
+  const AlgorithmInfo* info = findAlgorithmInfo(algorithm);
+  out.executorch_exact = info && info->executorch_exact;
+  return out;
+}
+
+std::string replayIssueName(ReplayIssue i) {
+  switch (i) {
+    case ReplayIssue::None: return "none";
+    case ReplayIssue::Clobber: return "clobber";
+    case ReplayIssue::OutOfArena: return "out_of_arena";
+    case ReplayIssue::ShortAllocation: return "short_allocation";
+    case ReplayIssue::BadPlan: return "bad_plan";
+  }
+  return "unknown";
+}
+
+py::object maybeStr(const std::string& s) { return s.empty() ? py::object(py::none()) : py::object(py::str(s)); }
+
+}  // namespace
+
+PYBIND11_MODULE(_memplan, m) {
+  m.doc() = "memplan's C++ library (memplan/memplan.h) for Python; use the `memplan` package.";
+
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  static py::exception<PlanError> plan_error(m, "PlanError", PyExc_RuntimeError);
+  // Messages quote file contents, which need not be UTF-8: bytes that are
+  // not come out as \xNN escapes instead of an empty message.
+  py::register_exception_translator([](std::exception_ptr p) {
+    auto raise = [](PyObject* type, const std::string& message) {
+      PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                            "backslashreplace");
+      if (!text) return;  // the decoding error is raised instead
+      PyErr_SetObject(type, text);
+      Py_DECREF(text);
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      raise(input_error.ptr(), inPythonTerms(e.what()));
+    } catch (const PlanError& e) {
+      raise(plan_error.ptr(), inPythonTerms(e.what()));
+    }
+  });
+
+  // ---- Input ----
+  py::class_<Input, std::shared_ptr<Input>>(m, "Input",
+      "An input read by memplan.read(): a model (ONNX, TFLite, memplan graph JSON), an "
+      "ExecuTorch spec list, or a MiniMalloc buffer list. Immutable.")
+      .def_property_readonly("kind", [](const Input& in) { return std::string(kindName(in.kind)); },
+                             "'onnx', 'tflite', 'graph_json', 'spec_list' or 'csv'.")
+      .def_property_readonly("name", [](const Input& in) { return in.source.name; },
+                             "The file name as given (or the name given with the bytes).")
+      .def_property_readonly("size", [](const Input& in) { return in.source.size; }, "Bytes of the file.")
+      .def_property_readonly("sha256", [](const Input& in) { return in.source.sha256; },
+                             "SHA-256 of the file's bytes, lower-case hex.")
+      .def_property_readonly("graphs", [](const Input& in) {
+            return in.model ? in.model->graphs.size() : std::size_t{1}; },
+          "Number of graphs (the main graph and its control-flow bodies); 1 for lists.")
+      .def_property_readonly("tensors", [](const Input& in) -> std::size_t {
+            if (in.model) return in.model->tensors.size();
+            if (in.spec_list) return in.spec_list->specs.specs.size();
+            return in.buffers->problem.buffers.size(); },
+          "Tensors of a model; specs of a spec list; buffers of a buffer list.")
+      .def_property_readonly("nodes", [](const Input& in) -> std::size_t {
+            if (!in.model) return 0;
+            std::size_t n = 0;
+            for (const Graph& g : in.model->graphs) n += g.nodes.size();
+            return n; },
+          "Nodes of a model, every graph counted; 0 for lists.")
+      .def_property_readonly("input_shapes", [](const Input& in) { return in.import_options.input_shapes; })
+      .def_property_readonly("dims", [](const Input& in) { return in.import_options.dims; })
+      .def_property_readonly("alias_views", [](const Input& in) { return in.import_options.alias_views; })
+      .def_property_readonly("unknown_size_bytes", [](const Input& in) { return in.import_options.unknown_size_bytes; })
+      .def("__repr__", [](const Input& in) {
+        return fmt::format("<memplan.Input {} '{}' ({} bytes)>", kindName(in.kind), in.source.name, in.source.size);
+      });
+
+  m.def("read",
+        [](const std::filesystem::path& path, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes) {
+          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes);
+          py::gil_scoped_release release;
+          return std::make_shared<Input>(readInput(path, o));
+        },
+        py::arg("path"), py::arg("input_shapes"), py::arg("dims"), py::arg("alias_views"),
+        py::arg("unknown_size_bytes"));
+  m.def("read_bytes",
+        [](py::bytes data, const std::string& name, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes) {
+          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes);
+          std::string bytes = data;  // a copy: the GIL is released while reading
+          py::gil_scoped_release release;
+          return std::make_shared<Input>(readInput(std::string_view(bytes), name, o));
+        },
+        py::arg("data"), py::arg("name"), py::arg("input_shapes"), py::arg("dims"), py::arg("alias_views"),
+        py::arg("unknown_size_bytes"));
+
+  // ---- Plan ----
+  py::class_<PyAllocation>(m, "Allocation", "Where one planned tensor (storage) lives.")
+      .def_readonly("id", &PyAllocation::id,
+                    "The plan file's id: a spec list's integer id, else the tensor (buffer) name; None "
+                    "when the name is empty or not unique.")
+      .def_readonly("name", &PyAllocation::name, "Tensor name (a spec list: 'id N').")
+      .def_readonly("spec", &PyAllocation::spec, "Position in the graph's spec order.")
+      .def_readonly("graph", &PyAllocation::graph, "Graph index (0 = main).")
+      .def_readonly("mem_id", &PyAllocation::mem_id, "Pool (1 and up).")
+      .def_readonly("mem_obj_id", &PyAllocation::mem_obj_id,
+                    "ExecuTorch shared-object id (greedy algorithms); 0 for offset-based ones.")
+      .def_readonly("offset", &PyAllocation::offset, "Absolute byte offset in the pool.")
+      .def_readonly("size", &PyAllocation::size, "Bytes reserved (size rounded up to the alignment).")
+      .def_property_readonly("lifetime", [](const PyAllocation& a) { return py::make_tuple(a.first, a.last); },
+                             "(first, last), closed, in node-list steps.")
+      .def("__repr__", [](const PyAllocation& a) {
+        return fmt::format("<memplan.Allocation {} mem_id={} offset={} size={} lifetime=({}, {})>",
+                           py::repr(a.id).cast<std::string>(), a.mem_id, a.offset, a.size, a.first, a.last);
+      });
+
+  py::class_<PyPool>(m, "Pool", "One pool (mem_id) of a graph's plan.")
+      .def_property_readonly("mem_id", [](const PyPool& p) { return p.info.mem_id; })
+      .def_property_readonly("device", [](const PyPool& p) { return p.info.device.str(); }, "'cpu:0', ...")
+      .def_property_readonly("size", [](const PyPool& p) { return p.info.size; },
+                             "Bytes (= bufsizes[mem_id]), reserved prefix and padding included.")
+      .def_property_readonly("lower_bound", [](const PyPool& p) { return p.info.lower_bound; },
+                             "No plan of this pool can be smaller.")
+      .def_property_readonly("ratio", &PyPool::ratio, "size / lower_bound; None when the bound is 0.")
+      .def_property_readonly("naive_size", [](const PyPool& p) { return p.info.naive_size; },
+                             "Sum of the sizes: the pool without reuse.")
+      .def_property_readonly("reserved", [](const PyPool& p) { return p.info.reserved; },
+                             "Bytes at the front held by control-flow bodies.")
+      .def_property_readonly("buffers", [](const PyPool& p) { return p.info.buffers; })
+      .def_property_readonly("algorithm", [](const PyPool& p) { return p.info.algorithm; },
+                             "The algorithm whose placement was kept.")
+      .def_property_readonly("proven_optimal", [](const PyPool& p) { return p.info.proven_optimal; })
+      .def_property_readonly("work", [](const PyPool& p) { return p.info.work; },
+                             "Search work spent (deterministic).")
+      .def("__repr__", [](const PyPool& p) {
+        return fmt::format("<memplan.Pool mem_id={} size={} lower_bound={} algorithm={}{}>", p.info.mem_id,
+                           p.info.size, p.info.lower_bound, p.info.algorithm,
+                           p.info.proven_optimal ? " proven_optimal" : "");
+      });
+
+  py::class_<PyGraphPlan>(m, "GraphPlan", "The plan of one graph (main graph or control-flow body).")
+      .def_property_readonly("graph", [](const PyGraphPlan& g) { return g.graph; })
+      .def_property_readonly("parent", [](const PyGraphPlan& g) -> py::object {
+            return g.g().parent == kNone ? py::object(py::none()) : py::object(py::int_(g.g().parent)); },
+          "Graph whose pools hold this body's arena; None for the main graph.")
+      .def_property_readonly("steps", [](const PyGraphPlan& g) { return g.g().specs.steps; })
+      .def_property_readonly("bufsizes", [](const PyGraphPlan& g) { return g.g().bufsizes; })
+      .def_property_readonly("pools", [](const PyGraphPlan& g) { return poolsOf(g.g()); })
+      .def_property_readonly("allocations", [](const PyGraphPlan& g) { return allocationsOf(g.g()); });
+
+  py::class_<PyPlan>(m, "Plan", "A plan: pools and offsets for every planned tensor of every graph.")
+      .def_property_readonly("input", [](const PyPlan& p) { return std::const_pointer_cast<Input>(p.input); },
+                             "The Input it was made from.")
+      .def_property_readonly("algorithm", [](const PyPlan& p) { return p.plan->algorithm; },
+                             "The algorithm asked for ('auto', 'greedy', ...).")
+      .def_property_readonly("winner", [](const PyPlan& p) { return winnerOf(*p.plan, p.main()); },
+                             "The algorithm(s) whose placement was kept in the main graph's pools.")
+      .def_property_readonly("bufsizes", [](const PyPlan& p) { return p.main().bufsizes; },
+                             "Bytes of each pool of the main graph, index = mem_id; [0] is always 0.")
+      .def_property_readonly("total", [](const PyPlan& p) { return sum(p.main().bufsizes); },
+                             "sum(bufsizes).")
+      .def_property_readonly("lower_bound", [](const PyPlan& p) { return lowerBoundOf(p.main()); },
+                             "Sum of the main graph's per-pool lower bounds.")
+      .def_property_readonly("ratio", [](const PyPlan& p) -> py::object {
+            const Bytes lb = lowerBoundOf(p.main());
+            if (lb == 0) return py::none();
+            return py::float_(static_cast<double>(sum(p.main().bufsizes)) / static_cast<double>(lb)); },
+          "total / lower_bound; None when the bound is 0.")
+      .def_property_readonly("proven_optimal", [](const PyPlan& p) {
+            bool all = true;
+            for (const PoolInfo& q : p.main().pools) all = all && q.proven_optimal;
+            return all; },
+          "Every pool of the main graph is proven minimal.")
+      .def_property_readonly("pools", [](const PyPlan& p) { return poolsOf(p.main()); })
+      .def_property_readonly("allocations", [](const PyPlan& p) { return allocationsOf(p.main()); })
+      .def_property_readonly("graphs", [](const PyPlan& p) {
+            py::list out;
+            for (GraphId g = 0; g < static_cast<GraphId>(p.plan->graphs.size()); ++g)
+              out.append(py::cast(PyGraphPlan{p.plan, g}));
+            return out; })
+      .def_property_readonly("alignment", [](const PyPlan& p) { return p.plan->options.alignment; })
+      .def_property_readonly("extra_padding", [](const PyPlan& p) { return p.plan->extra_padding; })
+      .def_property_readonly("effort", [](const PyPlan& p) { return p.plan->effort; })
+      .def_property_readonly("planning_seconds", [](const PyPlan& p) { return p.plan->planning_seconds; })
+      .def("to_json", [](const PyPlan& p, bool include_timing) {
+            WritePlanOptions o;
+            o.include_timing = include_timing;
+            return writePlan(*p.plan, *p.input, o); },
+          py::arg("include_timing") = false)
+      .def("to_csv", [](const PyPlan& p) {
+            WritePlanOptions o;
+            o.format = PlanFormat::Csv;
+            return writePlan(*p.plan, *p.input, o); })
+      .def("write", [](const PyPlan& p, const std::filesystem::path& path, bool include_timing) {
+            WritePlanOptions o;
+            o.include_timing = include_timing;
+            py::gil_scoped_release release;
+            writePlan(path, *p.plan, *p.input, o); },
+          py::arg("path"), py::arg("include_timing") = false);
+
+  m.def("plan",
+        [](const InputPtr& input, const std::string& algorithm, Bytes alignment, std::optional<std::int64_t> extra_padding,
+           bool plan_inputs, bool plan_outputs, bool plan_mutable_buffers, bool per_device, double effort,
+           double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
+           const std::vector<std::int64_t>& spill_order) {
+          PlanRequest r;
+          r.algorithm = algorithm;
+          r.options.alignment = alignment;
+          if (extra_padding) {
+            if (*extra_padding < 0) throw InputError(fmt::format("extra_padding: {} is negative", *extra_padding));
+            r.extra_padding = static_cast<Bytes>(*extra_padding);
+          }
+          r.options.alloc_graph_input = plan_inputs;
+          r.options.alloc_graph_output = plan_outputs;
+          r.options.alloc_mutable_buffers = plan_mutable_buffers;
+          r.options.per_device = per_device;
+          for (const auto& [mem, bytes] : capacities) {
+            if (mem < 1 || mem > limits::kMaxMemId)
+              throw InputError(fmt::format("capacities: mem_id must be in [1, {}], got {}", limits::kMaxMemId, mem));
+            if (bytes < 0 || static_cast<Bytes>(bytes) > limits::kMaxSize)
+              throw InputError(fmt::format("capacities[{}]: {} is not a byte size in [0, 2^62]", mem, bytes));
+            if (r.options.capacities.size() <= static_cast<std::size_t>(mem)) r.options.capacities.resize(mem + 1);
+            r.options.capacities[mem] = static_cast<Bytes>(bytes);
+          }
+          for (std::int64_t mem : spill_order) {
+            if (mem < 1 || mem > limits::kMaxMemId)
+              throw InputError(fmt::format("spill_order: mem_id {} not in [1, {}]", mem, limits::kMaxMemId));
+            r.options.spill_order.push_back(static_cast<MemId>(mem));
+          }
+          r.params.effort = effort;
+          r.params.time_limit_seconds = time_limit;
+          std::shared_ptr<const Plan> plan;
+          {
+            py::gil_scoped_release release;
+            plan = std::make_shared<const Plan>(memplan::plan(*input, r));
+          }
+          return PyPlan{plan, input};
+        },
+        py::arg("input"), py::arg("algorithm"), py::arg("alignment"), py::arg("extra_padding"),
+        py::arg("plan_inputs"), py::arg("plan_outputs"), py::arg("plan_mutable_buffers"), py::arg("per_device"),
+        py::arg("effort"), py::arg("time_limit"), py::arg("capacities"), py::arg("spill_order"));
+
+  // ---- verify / replay ----
+  py::class_<PyVerify>(m, "VerifyResult", "The verifier's verdict on a plan.")
+      .def_property_readonly("ok", [](const PyVerify& v) { return v.r.ok(); })
+      .def("__bool__", [](const PyVerify& v) { return v.r.ok(); })
+      .def_property_readonly("violations", [](const PyVerify& v) {
+            std::vector<std::string> out;
+            for (const Violation& x : v.r.violations) out.push_back(x.message);
+            return out; },
+          "One line per violation (at most 16), the first first.")
+      .def_property_readonly("first_violation", [](const PyVerify& v) -> py::object {
+            if (v.r.violations.empty()) return py::none();
+            return py::str(v.r.violations.front().message); })
+      .def_property_readonly("violation_graphs", [](const PyVerify& v) {
+            std::vector<GraphId> out;
+            for (const Violation& x : v.r.violations) out.push_back(x.graph);
+            return out; },
+          "Graph of each violation.")
+      .def_property_readonly("warnings", [](const PyVerify& v) { return v.r.warnings; })
+      .def_property_readonly("checked_allocations", [](const PyVerify& v) { return v.r.checked_allocations; })
+      .def("__repr__", [](const PyVerify& v) {
+        return v.r.ok() ? fmt::format("<memplan.VerifyResult ok, {} allocations>", v.r.checked_allocations)
+                        : fmt::format("<memplan.VerifyResult FAILED: {}>", v.r.violations.front().message);
+      });
+  m.def("verify", [](const InputPtr& input, const PyPlan& plan) {
+          py::gil_scoped_release release;
+          return PyVerify{memplan::verify(*input, *plan.plan)};
+        }, py::arg("input"), py::arg("plan"));
+
+  py::class_<ReplayResult>(m, "ReplayResult", "The replay's verdict: the model run on shadow arenas.")
+      .def_property_readonly("ok", &ReplayResult::ok)
+      .def("__bool__", &ReplayResult::ok)
+      .def_property_readonly("issue", [](const ReplayResult& r) { return replayIssueName(r.issue); },
+                             "'none', 'clobber', 'out_of_arena', 'short_allocation' or 'bad_plan'.")
+      .def_readonly("message", &ReplayResult::message, "One line naming the first problem ('' when ok).")
+      .def_property_readonly("first_violation", [](const ReplayResult& r) { return maybeStr(r.message); },
+                             "The message, or None when ok.")
+      .def_readonly("graph", &ReplayResult::graph)
+      .def_readonly("victim", &ReplayResult::victim, "Tensor whose bytes were lost (clobber).")
+      .def_readonly("writer", &ReplayResult::writer, "Tensor that overwrote them.")
+      .def_readonly("writer_node", &ReplayResult::writer_node)
+      .def_readonly("write_step", &ReplayResult::write_step)
+      .def_readonly("reader_node", &ReplayResult::reader_node)
+      .def_readonly("read_step", &ReplayResult::read_step)
+      .def_readonly("mem_id", &ReplayResult::mem_id)
+      .def_readonly("offset", &ReplayResult::offset, "First clobbered byte in the pool.")
+      .def_readonly("writes", &ReplayResult::writes)
+      .def_readonly("reads", &ReplayResult::reads)
+      .def_readonly("steps", &ReplayResult::steps)
+      .def("__repr__", [](const ReplayResult& r) {
+        return r.ok() ? fmt::format("<memplan.ReplayResult ok, {} writes, {} reads>", r.writes, r.reads)
+                      : fmt::format("<memplan.ReplayResult FAILED: {}>", r.message);
+      });
+  m.def("replay", [](const InputPtr& input, const PyPlan& plan, std::uint64_t max_dense_bytes, bool force_sparse) {
+          ReplayOptions o;
+          o.max_dense_bytes = max_dense_bytes;
+          o.force_sparse = force_sparse;
+          py::gil_scoped_release release;
+          return memplan::replay(*input, *plan.plan, o);
+        }, py::arg("input"), py::arg("plan"), py::arg("max_dense_bytes"), py::arg("force_sparse"));
+
+  // ---- plan files ----
+  m.def("read_plan", [](const std::filesystem::path& path, const InputPtr& input) {
+          std::shared_ptr<const Plan> plan;
+          {
+            py::gil_scoped_release release;
+            const std::string text = readFile(path);
+            const PlanProvenance made = readPlanProvenance(text, path.string());
+            if (made.source) checkSameSource(*made.source, *input, path.string());
+            plan = std::make_shared<const Plan>(readPlan(text, path.string(), *input));
+          }
+          return PyPlan{plan, input};
+        }, py::arg("path"), py::arg("input"));
+  m.def("plan_source", [](const std::filesystem::path& path) -> py::object {
+          PlanProvenance made;
+          {
+            py::gil_scoped_release release;
+            const std::string text = readFile(path);
+            made = readPlanProvenance(text, path.string());
+          }
+          if (!made.source) return py::none();
+          py::dict d;
+          d["name"] = made.source->name;
+          d["size"] = made.source->size;
+          d["sha256"] = made.source->sha256;
+          d["input_shapes"] = made.import_options.input_shapes;
+          d["dims"] = made.import_options.dims;
+          d["alias_views"] = made.import_options.alias_views;
+          d["unknown_size_bytes"] = made.import_options.unknown_size_bytes;
+          return d;
+        }, py::arg("path"));
+
+  m.def("algorithms", [] {
+    py::list out;
+    for (const std::string& name : algorithmNames()) {
+      const AlgorithmInfo* info = findAlgorithmInfo(name);
+      out.append(py::make_tuple(name, std::string(info->summary), info->executorch_exact));
+    }
+    return out;
+  }, "(name, summary, executorch_exact) for every algorithm.");
+
+  m.def("_plan_specs",
+        [](const std::vector<Bytes>& nbytes, const std::vector<TimeValue>& first, const std::vector<TimeValue>& last,
+           const std::vector<std::int64_t>& mem_id, const std::vector<std::int64_t>& inplace_base,
+           const std::string& algorithm, Bytes alignment, Bytes extra_padding, const std::vector<Bytes>& reserved,
+           double effort, double time_limit) {
+          SpecPlan r;
+          {
+            py::gil_scoped_release release;
+            r = planSpecList(nbytes, first, last, mem_id, inplace_base, algorithm, alignment, extra_padding,
+                             reserved, effort, time_limit);
+          }
+          py::dict d;
+          d["bufsizes"] = r.bufsizes;
+          d["mem_ids"] = r.mem_ids;
+          d["mem_obj_ids"] = r.mem_obj_ids;
+          d["offsets"] = r.offsets;
+          d["ok"] = r.ok;
+          d["violation"] = r.violation;
+          d["winner"] = r.winner;
+          d["lower_bound"] = r.lower_bound;
+          d["proven_optimal"] = r.proven_optimal;
+          d["executorch_exact"] = r.executorch_exact;
+          return d;
+        },
+        py::arg("nbytes"), py::arg("first"), py::arg("last"), py::arg("mem_id"), py::arg("inplace_base"),
+        py::arg("algorithm"), py::arg("alignment"), py::arg("extra_padding"), py::arg("reserved"),
+        py::arg("effort"), py::arg("time_limit"),
+        "Plans an in-memory spec list (the ExecuTorch plug-in's entry). mem_id 0 = none, "
+        "inplace_base -1 = none.");
+
+  m.attr("__version__") = MEMPLAN_VERSION;
+}

@@ -1,0 +1,120 @@
+"""Errors are Python exceptions with the CLI's one-line messages:
+memplan.InputError (a ValueError) for bad input or arguments,
+memplan.PlanError (a RuntimeError) for requests that cannot be met."""
+
+import subprocess
+
+import pytest
+
+import memplan
+import memplan.executorch as et
+from conftest import BAD_INPUTS, ROOT, cli
+
+TINY = ROOT / "examples" / "graphs" / "tiny.json"
+
+
+def cli_error(*args):
+    done = subprocess.run([str(cli()), *map(str, args)], capture_output=True, text=True,
+                          errors="backslashreplace")  # messages may quote bytes that are not UTF-8
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def bad_inputs():
+    listed = []
+    for line in (BAD_INPUTS / "expect.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            listed.append(line.split("\t")[0])
+    return listed
+
+
+@pytest.mark.parametrize("name", bad_inputs())
+def test_bad_input_raises_the_cli_message(name):
+    path = BAD_INPUTS / name
+    with pytest.raises(memplan.InputError) as e:
+        memplan.plan(path)
+    message = str(e.value)
+    assert "\n" not in message and name in message
+    assert "memplan: " + message == cli_error("plan", path)
+
+
+def test_missing_file():
+    path = ROOT / "no-such-model.tflite"
+    with pytest.raises(memplan.InputError) as e:
+        memplan.read(path)
+    assert str(path) in str(e.value)
+    assert "memplan: " + str(e.value) == cli_error("plan", path)
+
+
+def test_errors_are_standard_exception_kinds():
+    assert issubclass(memplan.InputError, ValueError)
+    assert issubclass(memplan.PlanError, RuntimeError)
+    assert memplan.executorch.InputError is memplan.InputError
+
+
+@pytest.mark.parametrize("kwargs,flags,message", [
+    ({"alignment": 3}, ["--alignment", "3"], "alignment: 3 is not a power of two <= 2^30"),
+    ({"algorithm": "nope"}, ["--algorithm", "nope"], "algorithm: unknown algorithm 'nope' (known: "),
+    ({"spill_order": [0]}, ["--spill-order", "0"], "spill_order: mem_id 0 not in [1, 4096]"),
+])
+def test_bad_request_names_the_argument(kwargs, flags, message):
+    with pytest.raises(memplan.InputError) as e:
+        memplan.plan(TINY, **kwargs)
+    assert str(e.value).startswith(message)
+    # The CLI says the same of its flag.
+    flag = flags[0]
+    assert cli_error("plan", TINY, *flags) == "memplan: " + flag + str(e.value)[len(message.split(":")[0]):]
+
+
+def test_capacity_that_cannot_be_met_is_a_plan_error():
+    with pytest.raises(memplan.PlanError) as e:
+        memplan.plan(TINY, capacities={1: 16})
+    assert "\n" not in str(e.value)
+    assert "memplan: " + str(e.value) == cli_error("plan", TINY, "--capacity", "1=16")
+
+
+def test_bad_arguments():
+    with pytest.raises(memplan.InputError, match=r"^effort: -1(\.0)? is not a non-negative number"):
+        memplan.plan(TINY, effort=-1)
+    with pytest.raises(memplan.InputError, match=r"^capacities: mem_id must be in \[1, 4096\], got 0"):
+        memplan.plan(TINY, capacities={0: 100})
+    with pytest.raises(memplan.InputError, match=r"^dims\[batch\]: negative value -1"):
+        memplan.read(TINY, dims={"batch": -1})
+    with pytest.raises(memplan.InputError, match=r"^input_shapes\[x\]: negative dimension -2"):
+        memplan.read(TINY, input_shapes={"x": [1, -2]})
+    with pytest.raises(memplan.InputError, match=r"^alignment: -16 is negative"):
+        memplan.plan(TINY, alignment=-16)
+    with pytest.raises(memplan.InputError, match="apply when reading"):
+        memplan.plan(memplan.read(TINY), dims={"batch": 1})
+    with pytest.raises(TypeError):
+        memplan.plan(42)
+    with pytest.raises(TypeError):
+        memplan.verify(memplan.read(TINY))
+
+
+class Spec:
+    def __init__(self, nbytes, lifetime, mem_id=None):
+        self.allocated_memory = nbytes
+        self.lifetime = lifetime
+        self.mem_id = mem_id
+        self.inplace_base = None
+
+
+def test_plugin_errors():
+    with pytest.raises(memplan.InputError, match=r"^algorithm: unknown algorithm 'nope'"):
+        et.algorithm("nope")
+    with pytest.raises(memplan.InputError, match=r"^effort: "):
+        et.algorithm("auto", effort=-1)
+    algo = et.algorithm()
+    with pytest.raises(memplan.InputError, match=r"^specs\[1\]\.lifetime: expected \[first, last\], got \[None, None\]"):
+        algo(16, [Spec(16, [0, 1]), Spec(16, [None, None])], None, None, 0)
+    with pytest.raises(memplan.InputError, match=r"^specs\[0\]\.lifetime: expected \[first, last\] with 0 <= first <= last, got \[3, 1\]"):
+        algo(16, [Spec(16, [3, 1])], None, None, 0)
+    with pytest.raises(memplan.InputError, match=r"^alignment: 3 is not a power of two"):
+        algo(3, [Spec(16, [0, 1])], None, None, 0)
+    with pytest.raises(memplan.InputError, match=r"^specs\[0\]\.mem_id: 0 out of range"):
+        algo(16, [Spec(16, [0, 1], mem_id=0)], None, None, 0)
+    with pytest.raises(memplan.InputError, match=r"^specs\[0\]\.allocated_memory: expected an integer"):
+        algo(16, [Spec("big", [0, 1])], None, None, 0)
