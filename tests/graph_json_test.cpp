@@ -34,7 +34,9 @@ std::string modelDiff(const Model& a, const Model& b) {
     if (x.alias != y.alias || x.alias_of != y.alias_of) return at + "alias";
     if (x.dynamic_unbound != y.dynamic_unbound) return at + "dynamic_unbound";
     if (x.graph != y.graph) return at + "graph";
+    if (x.fqn != y.fqn) return at + "fqn";
   }
+  if (a.methods != b.methods) return "methods";
   if (a.graphs.size() != b.graphs.size()) return "graph count";
   for (std::size_t g = 0; g < a.graphs.size(); ++g) {
     const Graph& x = a.graphs[g];
@@ -304,9 +306,9 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
   EXPECT_EQ(errorOf(R"({"format": "onnx", "version": 1})"),
             "g.json: format: expected \"memplan-graph\"");
   EXPECT_EQ(errorOf(R"({"format": "memplan-graph"})"),
-            "g.json: version: missing (this memplan reads version 1)");
-  EXPECT_EQ(errorOf(R"({"format": "memplan-graph", "version": 2})"),
-            "g.json: version: 2 is not supported (this memplan reads version 1)");
+            "g.json: version: missing (this memplan reads versions 1 and 2)");
+  EXPECT_EQ(errorOf(R"({"format": "memplan-graph", "version": 3})"),
+            "g.json: version: 3 is not supported (this memplan reads versions 1 and 2)");
   EXPECT_EQ(errorOf(R"({"format": "memplan-graph", "version": 1, "tensor": []})"),
             "g.json: unknown field 'tensor'");
   EXPECT_EQ(errorOf(R"({"format": "memplan-graph", "version": 1, "graphs": []})"),
@@ -385,6 +387,73 @@ TEST(GraphJson, ModelValidationErrorsNameTheFile) {
             "g.json: m: tensor 0 'a': alignment 2147483648 is above the limit of 2^30");
   EXPECT_EQ(errorOf(file(kT, kG + R"(, {"name": "orphan"})")),
             "g.json: m: graph 1 'orphan': subgraph without a valid parent graph");
+}
+
+// ---- version 2: methods and fqn ----
+
+// A two-method file: prefill and decode each keep a cache with one fqn.
+std::string methodsFile(const std::string& methods, const std::string& extra_tensor = "",
+                        int version = 2) {
+  return R"({"format": "memplan-graph", "version": )" + std::to_string(version) +
+         R"(, "name": "m", "methods": )" + methods + R"(, "tensors": [
+    {"name": "p.x", "shape": [4], "dtype": "float32"},
+    {"name": "p.cache", "shape": [8], "dtype": "float32", "kind": "mutable_buffer", "fqn": "kv"},
+    {"name": "d.x", "shape": [4], "dtype": "float32", "graph": "decode"},
+    {"name": "d.cache", "shape": [8], "dtype": "float32", "kind": "mutable_buffer", "fqn": "kv", "graph": "decode"})" +
+         extra_tensor + R"(],
+  "graphs": [{"name": "prefill", "inputs": ["p.x"], "nodes": [{"op": "put", "inputs": ["p.cache", "p.x"], "outputs": []}]},
+             {"name": "decode", "inputs": ["d.x"], "nodes": [{"op": "put", "inputs": ["d.cache", "d.x"], "outputs": []}]}]})";
+}
+const std::string kMethods = R"([{"name": "prefill", "graph": "prefill"}, {"name": "decode", "graph": 1}])";
+
+TEST(GraphJson, MethodsAndFqnRoundTrip) {
+  const Model m = readGraphJson(methodsFile(kMethods), "m.json");
+  EXPECT_EQ(m.methods, (std::vector<Method>{{"prefill", 0}, {"decode", 1}}));
+  EXPECT_EQ(m.tensors[1].fqn, "kv");
+  EXPECT_EQ(m.tensors[3].fqn, "kv");
+  EXPECT_EQ(m.graphs[1].parent, kNone);  // a root, not a body
+  const std::string text = writeGraphJson(m);
+  EXPECT_EQ(text.rfind("{\n  \"format\": \"memplan-graph\",\n  \"version\": 2,\n  \"name\": \"m\",\n"
+                       "  \"methods\": [\n    {\"name\":\"prefill\",\"graph\":\"prefill\"},\n"
+                       "    {\"name\":\"decode\",\"graph\":\"decode\"}\n  ],\n",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("\"kind\":\"mutable_buffer\",\"fqn\":\"kv\""), std::string::npos) << text;
+  const Model back = readGraphJson(text, "out.json");
+  EXPECT_EQ(modelDiff(m, back), "");
+  EXPECT_EQ(writeGraphJson(back), text);
+  // The example decoder reads and writes back the same way.
+  const Model decoder =
+      readGraphJson(readFile(test::sourceDir() / "examples/graphs/decoder_kv.json"), "decoder_kv.json");
+  EXPECT_EQ(decoder.methods.size(), 2u);
+  EXPECT_EQ(modelDiff(decoder, readGraphJson(writeGraphJson(decoder), "again.json")), "");
+}
+
+TEST(GraphJson, MethodErrorsNameFileAndPlace) {
+  EXPECT_EQ(errorOf(methodsFile(kMethods, "", 1)), "g.json: methods: needs \"version\": 2 (methods and fqn are version 2)");
+  EXPECT_EQ(errorOf(file(R"({"name": "a", "nbytes": 4, "fqn": "s"})", kG)),
+            "g.json: tensors[0].fqn: needs \"version\": 2 (methods and fqn are version 2)");
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "prefill", "graph": "encode"}])")),
+            "g.json: methods[0].graph: no graph named 'encode'");
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "prefill"}])")), "g.json: methods[0].graph: missing");
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "prefill", "graph": 0, "entry": 1}])")),
+            "g.json: methods[0]: unknown field 'entry'");
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "prefill", "graph": 0}, {"name": "prefill", "graph": 1}])")),
+            "g.json: m: method 1 'prefill': name used twice");
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "decode", "graph": 1}])")),
+            "g.json: m: graph 0 is no method's entry graph");
+  // Without decode among the methods, its graph is no root: no state there.
+  EXPECT_EQ(errorOf(methodsFile(R"([{"name": "prefill", "graph": 0}])")),
+            "g.json: m: tensor 3 'd.cache': state 'kv' belongs to graph 1, which is not a method's "
+            "entry graph");
+  EXPECT_EQ(errorOf(methodsFile(kMethods, R"(, {"name": "t", "shape": [1], "dtype": "float32", "fqn": "kv"})")),
+            "g.json: m: tensor 4 't': an fqn names state or a weight; this tensor is neither a mutable "
+            "buffer nor a constant");
+  EXPECT_EQ(errorOf(methodsFile(kMethods, R"(, {"name": "t", "shape": [2], "dtype": "float32", "kind": "constant", "fqn": "kv", "graph": 1})")),
+            "g.json: m: tensor 4 't': fqn 'kv' has 8 bytes here and 32 bytes in tensor 1 'p.cache'");
+  EXPECT_EQ(errorOf(methodsFile(kMethods, R"(, {"name": "t", "shape": [8], "dtype": "float32", "kind": "constant", "fqn": "kv", "graph": 1})")),
+            "g.json: m: tensor 4 't': fqn 'kv' is also tensor 3 'd.cache' of the same graph");
 }
 
 // ---- files ----

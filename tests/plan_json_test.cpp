@@ -77,14 +77,14 @@ Plan skeletonOf(const Plan& plan) {
 
 TEST(PlanJson, WritesFixedLayout) {
   const std::string text = writePlanJson(handPlan(), nullptr);
-  EXPECT_EQ(text.rfind("{\n  \"format\": \"memplan-plan\",\n  \"version\": 2,\n"
+  EXPECT_EQ(text.rfind("{\n  \"format\": \"memplan-plan\",\n  \"version\": 3,\n"
                        "  \"source\": {\"name\":\"\",\"size\":0,\"sha256\":\"\"},\n"
                        "  \"import_options\": {\"input_shapes\":{},\"dims\":{},\"alias_views\":false,"
                        "\"unknown_size_bytes\":0},\n"
                        "  \"algorithm\": \"greedy\",\n"
                        "  \"options\": {\"alloc_graph_input\":true,\"alloc_graph_output\":true,"
                        "\"alloc_mutable_buffers\":true,\"alignment\":8,\"per_device\":false,"
-                       "\"capacities\":[null,4096],\"spill_order\":[2],\"extra_padding\":0},\n"
+                       "\"share_mutable_buffers\":false,\"capacities\":[null,4096],\"spill_order\":[2],\"extra_padding\":0},\n"
                        "  \"search\": {\"effort\":1.0,\"time_limit_seconds\":0.0,"
                        "\"seed\":30792293173453166},\n"
                        "  \"planning_seconds\": 0.123457,\n"
@@ -185,8 +185,8 @@ TEST(PlanJson, ErrorsNameFileAndField) {
             "','; expected string literal");
   EXPECT_EQ(errorOf(replace(t, "memplan-plan", "memplan-graph"), sk),
             "p.json: format: expected \"memplan-plan\"");
-  EXPECT_EQ(errorOf(replace(t, "\"version\": 2", "\"version\": 3"), sk),
-            "p.json: version: 3 is not supported (this memplan reads versions 1 and 2)");
+  EXPECT_EQ(errorOf(replace(t, "\"version\": 3", "\"version\": 4"), sk),
+            "p.json: version: 4 is not supported (this memplan reads versions 1 to 3)");
   EXPECT_EQ(errorOf(replace(t, "\"graph\": 1", "\"graph\": 5"), sk),
             "p.json: graphs[1].graph: must equal the graph's position 1");
   Plan one = sk;

@@ -2,6 +2,7 @@
 // tests, plus the verifier on hand-made bad plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "memplan/plan.h"
@@ -285,9 +286,39 @@ TEST(Planner, CpuAndCudaPartitions) {
   EXPECT_EQ(placeOf(plan, x).first, 1);
   EXPECT_EQ(plan.main().pool_devices.at(2), (Device{"cuda", 0}));
   EXPECT_TRUE(verifyPlan(plan).ok());
-  // Preset pools cannot be combined with per-device planning of CUDA tensors.
-  b.at(g1).mem_id = 2;
-  EXPECT_THROW(planModel(b.m, r), InputError);
+  // Without per-device planning everything goes to CPU:0, as ExecuTorch does.
+  const Plan flat = planModel(b.m, request("greedy"));
+  EXPECT_EQ(flat.main().bufsizes.size(), 2u);
+  EXPECT_EQ(flat.main().pool_devices.at(1), Device{});
+  // All on CUDA: [0, X], no CPU pool (ExecuTorch's test_all_cuda_no_wasted_slots).
+  for (TensorId t : {x, y}) b.at(t).device = {"cuda", 0};
+  const Plan cuda = planModel(b.m, r);
+  EXPECT_EQ(cuda.main().bufsizes, (std::vector<Bytes>{0, 256}));  // x, y reuse g1, g2
+  EXPECT_EQ(nonConstBufferDevice(cuda.main()), (std::vector<BufferDevice>{{1, {"cuda", 0}}}));
+  EXPECT_TRUE(verifyPlan(cuda).ok());
+  // A preset pool anywhere with a tensor off the CPU is refused, naming both.
+  for (TensorId t : {x, y}) b.at(t).device = {};
+  b.at(y).mem_id = 1;
+  try {
+    planModel(b.m, r);
+    ADD_FAILURE() << "planned";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "PlanRequest.options.per_device: 'y' has a preset pool (mem_id 1) and 'g1' is on "
+                 "cuda:0; preset pools cannot be combined with per-device planning (ExecuTorch raises "
+                 "NotImplementedError)");
+  }
+}
+
+TEST(Planner, DevicesSortAsExecutorchPartitionsThem) {
+  std::vector<Device> d = {{"npu", 0}, {"cuda", 1}, {"apu", 0}, {"cpu", 1}, {"cuda", 0}, {"cpu", 0}};
+  std::sort(d.begin(), d.end());
+  EXPECT_EQ(d, (std::vector<Device>{{"cpu", 0}, {"cpu", 1}, {"cuda", 0}, {"cuda", 1}, {"apu", 0}, {"npu", 0}}));
+  EXPECT_EQ(parseDevice("cuda"), (Device{"cuda", 0}));
+  EXPECT_EQ(parseDevice("npu:12"), (Device{"npu", 12}));
+  EXPECT_FALSE(parseDevice("CUDA:0"));
+  EXPECT_FALSE(parseDevice("cuda:"));
+  EXPECT_FALSE(parseDevice("cuda:1234567890"));
 }
 
 TEST(Planner, AlgorithmsAgreeOnValidity) {

@@ -7,6 +7,9 @@
 // graph and the bodies of control-flow nodes) hold nodes in execution order
 // that name tensors by TensorId. A subgraph's nodes may read tensors of an
 // enclosing graph (outer-scope capture): those stay owned by the outer graph.
+// A model may have several methods (entry points such as an LLM's prefill
+// and decode), each a root graph with its own bodies; methods share state
+// (a KV cache) through mutable buffers that carry the same fqn.
 #pragma once
 
 #include <string>
@@ -32,19 +35,32 @@ std::optional<DType> parseDType(std::string_view name);
 // is one element. nullopt on a negative dimension or on overflow.
 std::optional<Bytes> denseBytes(const std::vector<std::int64_t>& shape, DType t);
 
+// Where a device type sorts among devices: ExecuTorch's DeviceType values
+// (cpu 0, cuda 1); every type ExecuTorch has no value for ("npu", "dsp",
+// ...) after those (2), among themselves by name.
+int deviceTypeRank(std::string_view type);
+
 struct Device {
   std::string type = "cpu";  // "cpu", "cuda", "npu", ... (lower case)
   std::int32_t index = 0;
   bool isCpu0() const { return type == "cpu" && index == 0; }
+  bool isCpu() const { return type == "cpu"; }
   std::string str() const { return type + ":" + std::to_string(index); }
   friend bool operator==(const Device&, const Device&) = default;
-  // CPU:0 first, then (type, index).
+  // ExecuTorch's partition order: CPU:0 first, then by (type's rank, type,
+  // index): cpu:1, cuda:0, cuda:1, then the types ExecuTorch does not know.
   friend bool operator<(const Device& a, const Device& b) {
     if (a.isCpu0() != b.isCpu0()) return a.isCpu0();
+    const int ra = deviceTypeRank(a.type), rb = deviceTypeRank(b.type);
+    if (ra != rb) return ra < rb;
     if (a.type != b.type) return a.type < b.type;
     return a.index < b.index;
   }
 };
+
+// "cuda:1", "cpu" (index 0), "npu:0": a lower-case type of letters, digits
+// and '_', an optional ":index" (at most 9 digits). nullopt otherwise.
+std::optional<Device> parseDevice(std::string_view text);
 
 // What a tensor's storage is, independent of whether it is a graph input or
 // output (that is given by Graph::inputs / Graph::outputs).
@@ -84,6 +100,10 @@ struct Tensor {
   // a gap is written anew. Sorted, disjoint; only on tensors that neither
   // alias nor are aliased, never at a node that uses them.
   std::vector<Gap> gaps;
+  // Fully qualified name of the state this tensor holds ("layers.0.k_cache"):
+  // methods share a mutable buffer by fqn. Only on mutable buffers (state
+  // the method mutates) and constants (state it only reads, or a weight).
+  std::string fqn;
 };
 
 enum class NodeKind : std::uint8_t {
@@ -114,18 +134,34 @@ struct Graph {
   NodeId parent_node = kNone;        // control-flow node in `parent`
 };
 
+// An entry point of a model (ExecuTorch: an ExecutionPlan; an LLM's
+// "prefill" and "decode").
+struct Method {
+  std::string name;
+  GraphId graph = 0;                 // its entry graph, a root (no parent)
+  friend bool operator==(const Method&, const Method&) = default;
+};
+
 struct Model {
   std::string name;                  // e.g. the file it was read from
   std::vector<Tensor> tensors;
   std::vector<Graph> graphs;         // graphs[0] is the main graph
+  // Entry points in planning order; empty: one method, graphs[0].
+  std::vector<Method> methods;
 
   const Graph& main() const { return graphs.at(0); }
+  // The methods, or the one implicit method {"", 0}.
+  std::vector<Method> entryPoints() const {
+    return methods.empty() ? std::vector<Method>{Method{}} : methods;
+  }
 };
 
 // Throws InputError naming the first problem: dangling ids, alias cycles,
 // aliases across devices, subgraph cycles, sizes above kMaxBytes,
 // alignment above 2^30, gaps that are unsorted, overlapping, outside a
-// window's bytes, or on a tensor that aliases another.
+// window's bytes, or on a tensor that aliases another, methods that are not
+// distinct root graphs, an fqn on an activation, one fqn with two sizes,
+// state owned by a control-flow body.
 void validateModel(const Model& model);
 
 }  // namespace memplan

@@ -24,7 +24,8 @@ struct SpecList {
   Bytes alignment = 16;
   Bytes extra_padding = 0;
   std::vector<Bytes> input_mem_buffer_sizes;  // empty = null
-  GraphSpecs specs;                  // one spec per entry, lifetimes given
+  bool per_device = false;           // ExecuTorch's enable_non_cpu_memory_planning
+  GraphSpecs specs;                  // one spec per entry, lifetimes and devices given
   std::vector<std::int64_t> ids;     // spec index -> id in the file
 };
 SpecList readSpecListJson(std::string_view text, const std::string& source_name);

@@ -33,6 +33,7 @@ struct PoolInfo {
   std::string algorithm;             // winning algorithm
   bool proven_optimal = false;
   std::uint64_t work = 0;
+  bool state = false;                // holds the state the methods share
 };
 
 struct GraphPlan {
@@ -44,6 +45,32 @@ struct GraphPlan {
   std::vector<PoolInfo> pools;       // one per non-empty mem_id >= 1
   std::vector<Device> pool_devices;  // index = mem_id
   const Allocation* find(SpecId s) const;
+};
+
+// An entry of ExecuTorch's non_const_buffer_device: a pool whose device
+// is not a CPU. A graph whose pools are all on CPUs has none.
+struct BufferDevice {
+  MemId buffer_idx = 0;              // the pool's mem_id
+  Device device;
+  friend bool operator==(const BufferDevice&, const BufferDevice&) = default;
+};
+std::vector<BufferDevice> nonConstBufferDevice(const GraphPlan& graph);
+
+// One method of a multi-method model: its entry graph's bufsizes are the
+// method's (ExecuTorch: the ExecutionPlan's non_const_buffer_sizes).
+struct MethodPlan {
+  std::string name;
+  GraphId graph = 0;
+  friend bool operator==(const MethodPlan&, const MethodPlan&) = default;
+};
+
+// Where one piece of shared state lives, in every method that uses it.
+struct StateSlot {
+  std::string fqn;
+  MemId mem_id = 0;
+  Offset offset = 0;
+  Bytes size = 0;
+  friend bool operator==(const StateSlot&, const StateSlot&) = default;
 };
 
 // What an input was read from (memplan/memplan.h fills it in).
@@ -65,6 +92,7 @@ struct PlanRequest {
 
 struct Plan {
   std::vector<GraphPlan> graphs;     // index = GraphId; [0] is the main graph
+  std::vector<MethodPlan> methods;   // one per Model::methods (empty: one method)
   // How it was made: every option, resolved (so a plan file can be checked
   // against its input without retyping them).
   std::string algorithm;             // as requested ("auto", "greedy", ...)
@@ -79,14 +107,25 @@ struct Plan {
   const GraphPlan& main() const { return graphs.at(0); }
 };
 
-// Plans every graph of the model: control-flow bodies first (their arenas
-// become a reserved prefix of the parent's pools), then the graph itself,
-// partitioned by device when options.per_device. Throws InputError/PlanError.
+// The state slots of a plan: each shared fqn once, from the methods' entry
+// graphs, by (mem_id, offset). Empty when the methods share no state.
+std::vector<StateSlot> sharedState(const Plan& plan);
+
+// Plans every method of the model, each graph as follows: control-flow
+// bodies first (their arenas become a reserved prefix of the parent's
+// pools), then the graph itself, partitioned by device when
+// options.per_device. State shared by the methods (sharesState) is placed
+// last, once for all methods, in a pool of its own appended to each
+// method's pools: exactly as ExecuTorch's share_mutable_buffers with
+// options.share_mutable_buffers (pool 2; its errors as InputError), else
+// in the pool after every method's own ones. Throws InputError/PlanError.
 Plan planModel(const Model& model, const PlanRequest& request);
 
 // Plans a ready-made spec list (ExecuTorch conformance cases, CSV buffers):
 // specs are taken as given (lifetimes included); `reserved[mem_id]` bytes
-// are held at the front of each pool.
+// are held at the front of each pool (of the CPU:0 partition with
+// options.per_device, as ExecuTorch does). Shared specs are left to
+// planModel.
 GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
                     const std::vector<Bytes>& reserved);
 

@@ -8,6 +8,13 @@
 // results share their base's spec (one storage, merged lifetime); a
 // ShareWith result gets its own spec whose `inplace_base` names the base.
 // A control-flow node uses every outer tensor its bodies read.
+//
+// Shared state (several methods, or options.share_mutable_buffers): a
+// method's mutable buffers are state kept across methods, named by fqn (a
+// mutable buffer without one is known by its name). Their specs are marked
+// `shared`: planned, but placed once for all methods in the state pool
+// instead of the graph's own pools. A constant whose fqn is mutable in some
+// method is that state too (a method that only reads it).
 #pragma once
 
 #include <vector>
@@ -23,6 +30,10 @@ struct PlanOptions {
   Bytes alignment = 0;               // planning alignment; 0 = the input's
                                      // default (16 for models)
   bool per_device = false;           // partition by device, [0, cpu, dev...]
+  // Shared state placed exactly as ExecuTorch's share_mutable_buffers does
+  // (pool 2, offsets bumped in order, its errors); without it, a model with
+  // several methods still shares its state, in memplan's own way.
+  bool share_mutable_buffers = false;
   std::vector<std::optional<Bytes>> capacities;  // per mem_id, if limited
   std::vector<MemId> spill_order;    // pool overflowing -> next in this list
   // Pinned tensors (Tensor::offset) may share bytes while alive together:
@@ -49,6 +60,8 @@ struct Spec {
   bool dynamic_unbound = false;
   bool planned = false;              // selected by the alloc_* options
   std::string name;
+  std::string fqn;                   // state's name (shared specs)
+  bool shared = false;               // state placed in the model's state pool
 };
 
 struct GraphSpecs {
@@ -64,6 +77,12 @@ struct GraphSpecs {
 // overrides alloc_graph_input for control-flow bodies (true for map/scan).
 GraphSpecs collectSpecs(const Model& model, GraphId graph,
                         const PlanOptions& options);
+
+// Whether the model's methods share state: with several methods, or when
+// asked for ExecuTorch's share_mutable_buffers.
+inline bool sharesState(const Model& model, const PlanOptions& options) {
+  return options.share_mutable_buffers || model.methods.size() > 1;
+}
 
 // The planning alignment `options` ask for: 16 when left at 0.
 inline Bytes planningAlignment(const PlanOptions& options) {

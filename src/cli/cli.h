@@ -55,6 +55,7 @@ struct PlanFlags {
   std::string extra_padding;
   bool no_plan_inputs = false, no_plan_outputs = false, no_plan_mutable = false;
   bool per_device = false;
+  bool share_mutable_buffers = false;
   double effort = 1.0;
   double time_limit = 0;
   std::vector<std::string> capacities;    // MEM_ID=BYTES

@@ -211,7 +211,12 @@ void PlanFlags::addTo(CLI::App& app) {
   app.add_flag("--no-plan-inputs", no_plan_inputs, "Leave graph inputs to the caller");
   app.add_flag("--no-plan-outputs", no_plan_outputs, "Leave graph outputs to the caller");
   app.add_flag("--no-plan-mutable-buffers", no_plan_mutable, "Leave mutable buffers unplanned");
-  app.add_flag("--per-device", per_device, "One set of pools per device: [0, cpu, other devices]");
+  app.add_flag("--per-device", per_device,
+               "One set of pools per device present, as ExecuTorch's enable_non_cpu_memory_planning: "
+               "CPU:0 first, then cuda, then other devices");
+  app.add_flag("--share-mutable-buffers", share_mutable_buffers,
+               "Place state shared by the methods exactly as ExecuTorch's share_mutable_buffers "
+               "(pool 2); without it, memplan's own placement");
   app.add_option("--effort", effort, "Scale the search work budget (default 1)")
       ->check(CLI::Range(0.0, 1000.0));
   app.add_option("--time-limit", time_limit, "Optional wall-clock cap on search, in seconds")
@@ -246,6 +251,7 @@ PlanRequest PlanFlags::toRequest() const {
   r.options.alloc_graph_output = !no_plan_outputs;
   r.options.alloc_mutable_buffers = !no_plan_mutable;
   r.options.per_device = per_device;
+  r.options.share_mutable_buffers = share_mutable_buffers;
   parseCapacities(capacities, r.options.capacities);
   r.options.spill_order = spill_order;
   r.options.allow_pinned_overlap = allow_pinned_overlap;
@@ -261,6 +267,8 @@ std::string inFlagTerms(const std::string& message) {
       {"PlanRequest.extra_padding", "--extra-padding"},
       {"PlanRequest.options.spill_order", "--spill-order"},
       {"PlanRequest.options.capacities", "--capacity"},
+      {"PlanRequest.options.per_device", "--per-device"},
+      {"PlanRequest.options.share_mutable_buffers", "--share-mutable-buffers"},
       {"PlanRequest.params.effort", "--effort"},
       {"PlanRequest.params.time_limit_seconds", "--time-limit"},
   };

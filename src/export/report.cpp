@@ -93,11 +93,86 @@ std::string formatSaving(Bytes size, Bytes naive, bool exact) {
                      percentText(changePercent(size, naive)));
 }
 
+namespace {
+
+bool isEntryGraph(const Plan& plan, GraphId g) {
+  if (g == 0) return true;
+  for (const MethodPlan& m : plan.methods)
+    if (m.graph == g) return true;
+  return false;
+}
+
+// A graph's name in the report: its method's name for an entry graph.
+std::string graphName(const Plan& plan, const Model* model, GraphId g) {
+  for (const MethodPlan& m : plan.methods)
+    if (m.graph == g) return m.name;
+  return exportutil::graphLabel(model, g);
+}
+
+// Per method: pools (its entry graph's bufsizes), activations, state.
+struct MethodSummary {
+  std::string name;
+  std::vector<Bytes> bufsizes;
+  Bytes activations = 0, state = 0;
+};
+
+std::vector<MethodSummary> methodSummaries(const Plan& plan) {
+  std::vector<MethodSummary> out;
+  std::vector<MethodPlan> methods = plan.methods;
+  if (methods.empty() && !sharedState(plan).empty()) methods.push_back({"", 0});
+  for (const MethodPlan& m : methods) {
+    if (m.graph < 0 || static_cast<std::size_t>(m.graph) >= plan.graphs.size()) continue;
+    const GraphPlan& g = plan.graphs[m.graph];
+    MethodSummary sum{m.name.empty() ? "main" : m.name, g.bufsizes};
+    std::vector<bool> state(g.bufsizes.size(), false);
+    for (const PoolInfo& p : g.pools)
+      if (p.state && p.mem_id >= 0 && static_cast<std::size_t>(p.mem_id) < state.size()) state[p.mem_id] = true;
+    for (std::size_t i = 1; i < g.bufsizes.size(); ++i) (state[i] ? sum.state : sum.activations) += g.bufsizes[i];
+    out.push_back(std::move(sum));
+  }
+  return out;
+}
+
+// Bytes of the methods' arenas when the methods share them (one arena per
+// mem_id, as large as the largest method's: ExecuTorch's
+// share_memory_arenas), and when each method has its own activations.
+std::pair<Bytes, Bytes> methodTotals(const std::vector<MethodSummary>& methods) {
+  std::vector<Bytes> shared;
+  Bytes state = 0, own = 0;
+  for (const MethodSummary& m : methods) {
+    if (shared.size() < m.bufsizes.size()) shared.resize(m.bufsizes.size(), 0);
+    for (std::size_t i = 0; i < m.bufsizes.size(); ++i) shared[i] = std::max(shared[i], m.bufsizes[i]);
+    state = std::max(state, m.state);
+    own += m.activations;
+  }
+  Bytes total = 0;
+  for (Bytes b : shared) total += b;
+  return {total, state + own};
+}
+
+// Planned tensors of non-CPU:0 devices that went to CPU:0 pools (planning
+// without per-device partitions), and their devices.
+std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
+  std::size_t count = 0;
+  std::vector<Device> devices;
+  if (plan.options.per_device) return {0, devices};
+  for (const GraphPlan& g : plan.graphs)
+    for (const Spec& s : g.specs.specs) {
+      if (!s.planned || s.device.isCpu0()) continue;
+      ++count;
+      if (std::find(devices.begin(), devices.end(), s.device) == devices.end()) devices.push_back(s.device);
+    }
+  std::sort(devices.begin(), devices.end());
+  return {count, devices};
+}
+
+}  // namespace
+
 std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
                                     const ReportOptions& options) {
   std::vector<ReportPool> out;
   for (std::size_t g = 0; g < plan.graphs.size(); ++g) {
-    if (g > 0 && !options.include_subgraphs) break;
+    if (!options.include_subgraphs && !isEntryGraph(plan, static_cast<GraphId>(g))) continue;
     const GraphPlan& gp = plan.graphs[g];
     const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
     std::vector<PoolInfo> pools = gp.pools;
@@ -160,7 +235,30 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
   out += fmt::format(", algorithm {}", sanitizeUtf8(plan.algorithm.empty() ? "-" : plan.algorithm));
   if (options.include_timing) out += fmt::format(", planned in {:.2f} s", plan.planning_seconds);
   out += '\n';
+  if (const auto [count, devices] = offCpuTensors(plan); count > 0) {
+    std::string names;
+    for (const Device& d : devices) names += (names.empty() ? "" : ", ") + sanitizeUtf8(d.str());
+    out += fmt::format("note: {} tensor{} on {} planned into CPU:0 pools, as ExecuTorch does without "
+                       "per-device planning (--per-device gives each device its own pools)\n",
+                       count, count == 1 ? "" : "s", names);
+  }
   if (pools.empty()) return out + "no planned tensors\n";
+  if (const std::vector<MethodSummary> methods = methodSummaries(plan); !methods.empty()) {
+    out += fmt::format("methods (state shared by fqn, {}):\n",
+                       plan.options.share_mutable_buffers ? "placed as ExecuTorch's share_mutable_buffers does"
+                             : "planned once in its own pool");
+    std::vector<std::vector<std::string>> t = {{"method", "pools", "activations", "state"}};
+    for (const MethodSummary& m : methods) {
+      std::string list;
+      for (Bytes b : m.bufsizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+      t.push_back({shortName(m.name, 32), "[" + list + "]", formatBytes(m.activations, exact),
+                   formatBytes(m.state, exact)});
+    }
+    out += table(t, {false, false, true, true}, "  ");
+    const auto [shared, separate] = methodTotals(methods);
+    out += fmt::format("  total: {} with the methods sharing arenas; {} with activations per method\n",
+                       formatBytes(shared, exact), formatBytes(separate, exact));
+  }
 
   // Summary table: one row per pool.
   std::vector<std::vector<std::string>> rows = {{"graph", "pool", "device", "arena", "lower bound",
@@ -168,7 +266,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                                                  "algorithm", "tensors"}};
   for (const ReportPool& p : pools) {
     const PoolInfo& i = p.info;
-    rows.push_back({shortName(exportutil::graphLabel(model, p.graph), 32), std::to_string(i.mem_id),
+    rows.push_back({shortName(graphName(plan, model, p.graph), 32), std::to_string(i.mem_id),
                     sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
                     formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
                     i.proven_optimal ? "yes" : "no", formatBytes(i.naive_size, exact),
@@ -181,7 +279,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
   // Per pool: the saving in words, the peak, the tensors that make it.
   for (const ReportPool& p : pools) {
     const PoolInfo& i = p.info;
-    out += fmt::format("\n{} pool {}: {}\n", shortName(exportutil::graphLabel(model, p.graph), 32),
+    out += fmt::format("\n{} pool {}: {}\n", shortName(graphName(plan, model, p.graph), 32),
                        i.mem_id, formatSaving(i.size, i.naive_size, exact));
     std::string where;
     if (!p.peak_node.empty() || !p.peak_op.empty())
@@ -235,7 +333,7 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
     }
     json pool = {
         {"graph", p.graph},
-        {"graph_name", sanitizeUtf8(exportutil::graphLabel(model, p.graph))},
+        {"graph_name", sanitizeUtf8(graphName(plan, model, p.graph))},
         {"mem_id", i.mem_id},
         {"device", sanitizeUtf8(i.device.str())},
         {"arena_bytes", i.size},
@@ -269,6 +367,18 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
   }
   doc["main_arena_bytes"] = total;
   doc["main_naive_bytes"] = naive;
+  if (const std::vector<MethodSummary> methods = methodSummaries(plan); !methods.empty()) {
+    json list = json::array();
+    for (const MethodSummary& m : methods)
+      list.push_back({{"name", sanitizeUtf8(m.name)}, {"bufsizes", m.bufsizes},
+                      {"activation_bytes", m.activations}, {"state_bytes", m.state}});
+    doc["methods"] = std::move(list);
+    const auto [shared, separate] = methodTotals(methods);
+    doc["methods_total_bytes"] = shared;
+    doc["methods_total_bytes_separate_activations"] = separate;
+  }
+  if (const auto [count, devices] = offCpuTensors(plan); count > 0)
+    doc["off_cpu_tensors_in_cpu_pools"] = count;
   doc["pools"] = std::move(arr);
   return doc.dump(2) + "\n";
 }

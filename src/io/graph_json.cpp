@@ -1,7 +1,8 @@
 // memplan graph JSON reader (format: docs/graph-format.md).
 //
 // Steps: parse (depth capped, syntax errors with line:column) -> check the
-// header (format, version) -> index graph and tensor names -> read tensors ->
+// header (format, version 1 or 2) -> index graph and tensor names -> read
+// methods (version 2) -> read tensors ->
 // read graphs and nodes, resolving references -> derive missing subgraph
 // parents -> validateModel. Every error names the file and the JSON path of
 // the offending value, e.g. "g.json: tensors[12].shape[2]: expected ...".
@@ -40,14 +41,17 @@ class Reader : public jsontext::Fields {
   Model read() {
     const json root = jsontext::parse(text_, source());
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
-    knownKeys(root, "", {"format", "version", "name", "tensors", "graphs"});
+    knownKeys(root, "", {"format", "version", "name", "methods", "tensors", "graphs"});
     const json* format = root.contains("format") ? &root["format"] : nullptr;
     if (!format || !format->is_string() || format->get_ref<const std::string&>() != "memplan-graph")
       fail("format", "expected \"memplan-graph\"");
     const json* version = root.contains("version") ? &root["version"] : nullptr;
-    if (!version) fail("version", "missing (this memplan reads version 1)");
-    if (!version->is_number_unsigned() || version->get<std::uint64_t>() != 1)
-      fail("version", oneLine(version->dump(), 40) + " is not supported (this memplan reads version 1)");
+    if (!version) fail("version", "missing (this memplan reads versions 1 and 2)");
+    if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
+        version->get<std::uint64_t>() > 2)
+      fail("version", oneLine(version->dump(), 40) +
+                          " is not supported (this memplan reads versions 1 and 2)");
+    version_ = version->get<std::uint64_t>();
 
     Model m;
     m.name = root.contains("name") ? str(root["name"], "name") : source();
@@ -72,6 +76,20 @@ class Reader : public jsontext::Fields {
     }
     num_tensors_ = tensors.size();
     num_graphs_ = graphs.size();
+
+    if (root.contains("methods")) {
+      needsVersion2("methods");
+      const json& methods = array(root, "methods", "methods", kMaxGraphs, false);
+      for (std::size_t i = 0; i < methods.size(); ++i) {
+        const std::string at = item("methods", i);
+        object(methods[i], at);
+        knownKeys(methods[i], at, {"name", "graph"});
+        Method method;
+        method.name = str(require(methods[i], at, "name"), at + ".name");
+        method.graph = graphRef(require(methods[i], at, "graph"), at + ".graph");
+        m.methods.push_back(std::move(method));
+      }
+    }
 
     m.tensors.resize(tensors.size());
     for (std::size_t t = 0; t < tensors.size(); ++t) readTensor(tensors[t], t, m.tensors[t]);
@@ -149,26 +167,20 @@ class Reader : public jsontext::Fields {
 
   Device device(const json& v, const std::string& at) const {
     const std::string s = str(v, at);
-    const std::size_t colon = s.find(':');
-    Device d;
-    d.type = s.substr(0, colon);
-    bool ok = !d.type.empty();
-    for (char c : d.type) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (ok && colon != std::string::npos) {
-      const std::string digits = s.substr(colon + 1);
-      ok = !digits.empty() && digits.size() <= 9 &&
-           digits.find_first_not_of("0123456789") == std::string::npos;
-      if (ok) d.index = static_cast<std::int32_t>(std::stol(digits));
-    }
-    if (!ok) fail(at, "expected a device like \"cpu:0\" (lower-case type, index), got '" +
-                          oneLine(s, 60) + "'");
-    return d;
+    const auto d = parseDevice(s);
+    if (!d) fail(at, "expected a device like \"cpu:0\" (lower-case type, index), got '" +
+                         oneLine(s, 60) + "'");
+    return *d;
+  }
+
+  void needsVersion2(const std::string& at) const {
+    if (version_ < 2) fail(at, "needs \"version\": 2 (methods and fqn are version 2)");
   }
 
   void readTensor(const json& v, std::size_t i, Tensor& t) const {
     const std::string at = item("tensors", i);
     knownKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
-                      "offset", "kind", "alias", "dynamic_unbound", "graph", "gaps"});
+                      "offset", "kind", "alias", "dynamic_unbound", "graph", "gaps", "fqn"});
     if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
       fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
     t.name = v["name"].get<std::string>();
@@ -199,6 +211,11 @@ class Reader : public jsontext::Fields {
       else if (k == "mutable_buffer") t.kind = TensorKind::MutableBuffer;
       else fail(at + ".kind", "expected activation, constant, trainable_constant or "
                               "mutable_buffer, got '" + oneLine(k, 40) + "'");
+    }
+    if (v.contains("fqn")) {
+      needsVersion2(at + ".fqn");
+      t.fqn = str(v["fqn"], at + ".fqn");
+      if (t.fqn.empty()) fail(at + ".fqn", "empty (leave it out for none)");
     }
     if (v.contains("dynamic_unbound"))
       t.dynamic_unbound = boolean(v["dynamic_unbound"], at + ".dynamic_unbound");
@@ -342,6 +359,7 @@ class Reader : public jsontext::Fields {
   }
 
   std::string_view text_;
+  std::uint64_t version_ = 1;
   std::unordered_map<std::string, std::int64_t> tensor_names_;
   std::unordered_map<std::string, std::int64_t> graph_names_;
   std::size_t num_tensors_ = 0;

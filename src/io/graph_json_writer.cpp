@@ -68,8 +68,23 @@ std::string writeGraphJson(const Model& m) {
   const Refs tref(m.tensors);
   const Refs gref(m.graphs);
 
-  std::string out = "{\n  \"format\": \"memplan-graph\",\n  \"version\": 1,\n  \"name\": ";
-  out += dump(ojson(m.name));
+  // Version 1 unless the model uses what version 2 added (methods, fqn).
+  bool v2 = !m.methods.empty();
+  for (const Tensor& t : m.tensors) v2 |= !t.fqn.empty();
+  std::string out = "{\n  \"format\": \"memplan-graph\",\n  \"version\": ";
+  out += v2 ? "2" : "1";
+  out += ",\n  \"name\": " + dump(ojson(m.name));
+  if (!m.methods.empty()) {
+    out += ",\n  \"methods\": [";
+    for (std::size_t i = 0; i < m.methods.size(); ++i) {
+      ojson j;
+      j["name"] = m.methods[i].name;
+      j["graph"] = gref(m.methods[i].graph);
+      out += i ? ",\n    " : "\n    ";
+      out += dump(j);
+    }
+    out += "\n  ]";
+  }
   out += ",\n  \"tensors\": [";
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
@@ -83,6 +98,7 @@ std::string writeGraphJson(const Model& m) {
     if (t.mem_id) j["mem_id"] = *t.mem_id;
     if (t.offset) j["offset"] = *t.offset;
     if (t.kind != TensorKind::Activation) j["kind"] = tensorKindName(t.kind);
+    if (!t.fqn.empty()) j["fqn"] = t.fqn;
     if (t.alias != AliasKind::None)
       j["alias"] = ojson{{"kind", aliasKindName(t.alias)}, {"of", tref(t.alias_of)}};
     if (t.dynamic_unbound) j["dynamic_unbound"] = true;

@@ -97,6 +97,7 @@ ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
   j["alloc_mutable_buffers"] = o.alloc_mutable_buffers;
   j["alignment"] = o.alignment;
   j["per_device"] = o.per_device;
+  j["share_mutable_buffers"] = o.share_mutable_buffers;
   ojson caps = ojson::array();
   for (const auto& c : o.capacities) caps.push_back(c ? ojson(*c) : ojson(nullptr));
   j["capacities"] = std::move(caps);
@@ -133,6 +134,40 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::string& 
   out += g.allocations.empty() ? "]" : "\n" + indent + "]";
 }
 
+ojson methodsJson(const Plan& plan) {
+  ojson out = ojson::array();
+  for (const MethodPlan& m : plan.methods) {
+    ojson j;
+    j["name"] = m.name;
+    j["graph"] = m.graph;
+    const bool known = m.graph >= 0 && static_cast<std::size_t>(m.graph) < plan.graphs.size();
+    j["bufsizes"] = known ? ojson(plan.graphs[m.graph].bufsizes) : ojson::array();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// null when the methods share no state.
+ojson sharedStateJson(const Plan& plan) {
+  const std::vector<StateSlot> slots = sharedState(plan);
+  if (slots.empty()) return nullptr;
+  ojson j;
+  j["mode"] = plan.options.share_mutable_buffers ? "executorch" : "memplan";
+  ojson buffers = ojson::array();
+  for (const StateSlot& s : slots)
+    buffers.push_back(ojson{{"fqn", s.fqn}, {"mem_id", s.mem_id}, {"mem_offset", s.offset}, {"size", s.size}});
+  j["buffers"] = std::move(buffers);
+  return j;
+}
+
+ojson bufferDeviceJson(const GraphPlan& g) {
+  ojson out = ojson::array();
+  for (const BufferDevice& d : nonConstBufferDevice(g))
+    out.push_back(ojson{{"buffer_idx", d.buffer_idx}, {"device_type", d.device.type},
+                        {"device_index", d.device.index}});
+  return out;
+}
+
 // ---- reader ----
 
 using jsontext::oneLine;
@@ -152,13 +187,14 @@ class Reader : public jsontext::Fields {
         format->get_ref<const std::string&>() != "memplan-plan")
       fail("format", "expected \"memplan-plan\"");
     const json* version = find(root, "version");
-    if (!version) fail("version", "missing (this memplan reads versions 1 and 2)");
+    if (!version) fail("version", "missing (this memplan reads versions 1 to 3)");
     if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
-        version->get<std::uint64_t>() > 2)
+        version->get<std::uint64_t>() > 3)
       fail("version",
-           oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 and 2)");
+           oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 to 3)");
     knownKeys(root, "", {"format", "version", "source", "import_options", "algorithm", "options",
-                         "search", "planning_seconds", "bufsizes", "allocations", "graphs"});
+                         "search", "planning_seconds", "methods", "shared_state", "bufsizes",
+                         "allocations", "graphs"});
     return root;
   }
 
@@ -229,13 +265,15 @@ class Reader : public jsontext::Fields {
     if (!v) return o;
     object(*v, "options");
     knownKeys(*v, "options", {"alloc_graph_input", "alloc_graph_output", "alloc_mutable_buffers",
-                              "alignment", "per_device", "capacities", "spill_order",
-                              "extra_padding"});
+                              "alignment", "per_device", "share_mutable_buffers", "capacities",
+                              "spill_order", "extra_padding"});
     if (const json* b = find(*v, "alloc_graph_input")) o.alloc_graph_input = boolean(*b, "options.alloc_graph_input");
     if (const json* b = find(*v, "alloc_graph_output")) o.alloc_graph_output = boolean(*b, "options.alloc_graph_output");
     if (const json* b = find(*v, "alloc_mutable_buffers"))
       o.alloc_mutable_buffers = boolean(*b, "options.alloc_mutable_buffers");
     if (const json* b = find(*v, "per_device")) o.per_device = boolean(*b, "options.per_device");
+    if (const json* b = find(*v, "share_mutable_buffers"))
+      o.share_mutable_buffers = boolean(*b, "options.share_mutable_buffers");
     if (const json* a = find(*v, "alignment")) {
       o.alignment = unsignedInt(*a, "options.alignment", Bytes{1} << 30);
       if (o.alignment == 0) fail("options.alignment", "expected a positive integer, got 0");
@@ -267,6 +305,8 @@ class Reader : public jsontext::Fields {
     same(file_options.alloc_graph_output, skeleton.options.alloc_graph_output, "alloc_graph_output");
     same(file_options.alloc_mutable_buffers, skeleton.options.alloc_mutable_buffers,
          "alloc_mutable_buffers");
+    same(file_options.share_mutable_buffers, skeleton.options.share_mutable_buffers,
+         "share_mutable_buffers");
     const PlanProvenance made = provenance(root);
     skeleton.options = file_options;
     skeleton.algorithm = made.request.algorithm;
@@ -288,6 +328,18 @@ class Reader : public jsontext::Fields {
       fail("graphs", "the plan has " + std::to_string(graphs->size()) + " graphs, the input " +
                          std::to_string(skeleton.graphs.size()));
     for (std::size_t g = 0; g < graphs->size(); ++g) readGraph((*graphs)[g], g, skeleton.graphs[g]);
+    // Methods and shared state are read off the graphs; the sections the
+    // writer adds for reading by eye must say the same.
+    const json* methods = find(root, "methods");
+    if (!skeleton.methods.empty() && !methods)
+      fail("methods", "missing: the input has " + std::to_string(skeleton.methods.size()) + " methods");
+    if (methods && *methods != json::parse(dump(methodsJson(skeleton))))
+      fail("methods", "differs from the input's methods and their graphs' bufsizes");
+    const json* state = find(root, "shared_state");
+    const ojson derived = sharedStateJson(skeleton);
+    if (state ? *state != json::parse(dump(derived)) : !derived.is_null())
+      fail("shared_state", state ? "differs from the state allocations of the methods' graphs"
+                                 : "missing: the methods' graphs hold shared state");
     // The top-level copies exist for reading by eye; a hand edit must not
     // make them say something else than the graph that is verified.
     for (const char* key : {"bufsizes", "allocations"}) {
@@ -305,26 +357,17 @@ class Reader : public jsontext::Fields {
     return static_cast<MemId>(unsignedInt(v, at, limits::kMaxMemId));
   }
   Device device(const json& v, const std::string& at) const {
-    const std::string s = str(v, at);
-    const std::size_t colon = s.find(':');
-    Device d;
-    d.type = s.substr(0, colon);
-    bool ok = !d.type.empty() && colon != std::string::npos;
-    for (char c : d.type) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (ok) {
-      const std::string digits = s.substr(colon + 1);
-      ok = !digits.empty() && digits.size() <= 9 &&
-           digits.find_first_not_of("0123456789") == std::string::npos;
-      if (ok) d.index = static_cast<std::int32_t>(std::stol(digits));
-    }
-    if (!ok) fail(at, "expected a device like \"cpu:0\", got '" + oneLine(s, 60) + "'");
-    return d;
+    const std::string text = str(v, at);
+    const auto d = parseDevice(text);
+    if (!d) fail(at, "expected a device like \"cpu:0\", got '" + oneLine(text, 60) + "'");
+    return *d;
   }
 
   void readGraph(const json& v, std::size_t gi, GraphPlan& g) const {
     const std::string at = item("graphs", gi);
     object(v, at);
-    knownKeys(v, at, {"graph", "name", "steps", "bufsizes", "pool_devices", "pools", "allocations"});
+    knownKeys(v, at, {"graph", "name", "steps", "bufsizes", "pool_devices", "non_const_buffer_device",
+                      "pools", "allocations"});
     if (const json* id = find(v, "graph"); id && unsignedInt(*id, at + ".graph", limits::kMaxGraphs) != gi)
       fail(at + ".graph", "must equal the graph's position " + std::to_string(gi));
     g.graph = static_cast<GraphId>(gi);
@@ -345,6 +388,13 @@ class Reader : public jsontext::Fields {
       for (std::size_t i = 0; i < d->size(); ++i)
         g.pool_devices[i] = device((*d)[i], item(at + ".pool_devices", i));
     }
+    // ExecuTorch's view of pool_devices: it must say the same.
+    const json* bd = find(v, "non_const_buffer_device");
+    const ojson derived = bufferDeviceJson(g);
+    if (bd ? *bd != json::parse(dump(derived)) : !derived.empty())
+      fail(at + ".non_const_buffer_device",
+           bd ? "differs from pool_devices (one entry per pool not on a CPU)"
+              : "missing: pool_devices has pools not on a CPU");
 
     g.pools.clear();
     if (const json* p = find(v, "pools")) {
@@ -424,7 +474,7 @@ class Reader : public jsontext::Fields {
   PoolInfo pool(const json& v, const std::string& at, std::size_t num_pools) const {
     object(v, at);
     knownKeys(v, at, {"mem_id", "device", "size", "lower_bound", "ratio", "naive_size", "reserved",
-                      "buffers", "algorithm", "proven_optimal", "work"});
+                      "buffers", "algorithm", "proven_optimal", "work", "state"});
     PoolInfo p;
     const json* id = find(v, "mem_id");
     if (!id) fail(at, "missing 'mem_id'");
@@ -441,6 +491,7 @@ class Reader : public jsontext::Fields {
     if (const json* x = find(v, "algorithm")) p.algorithm = str(*x, at + ".algorithm");
     if (const json* x = find(v, "proven_optimal")) p.proven_optimal = boolean(*x, at + ".proven_optimal");
     if (const json* x = find(v, "work")) p.work = unsignedInt(*x, at + ".work", UINT64_MAX);
+    if (const json* x = find(v, "state")) p.state = boolean(*x, at + ".state");
     if (const json* x = find(v, "ratio"); x && !x->is_null() && !x->is_number())
       fail(at + ".ratio", "expected a number or null");
     return p;
@@ -451,7 +502,7 @@ class Reader : public jsontext::Fields {
 }  // namespace
 
 std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
-  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 2,\n";
+  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 3,\n";
   out += "  \"source\": " + dump(sourceJson(plan.source)) + ",\n";
   out += "  \"import_options\": " + dump(importJson(plan.import_options)) + ",\n";
   out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
@@ -459,6 +510,14 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
   out += "  \"search\": " + dump(searchJson(plan)) + ",\n";
   if (options.include_timing)
     out += "  \"planning_seconds\": " + dump(ojson(round6(plan.planning_seconds))) + ",\n";
+  if (!plan.methods.empty()) {
+    out += "  \"methods\": [";
+    const ojson methods = methodsJson(plan);
+    for (std::size_t i = 0; i < methods.size(); ++i) out += (i ? ",\n    " : "\n    ") + dump(methods[i]);
+    out += "\n  ],\n";
+  }
+  if (const ojson state = sharedStateJson(plan); !state.is_null())
+    out += "  \"shared_state\": " + dump(state) + ",\n";
   if (!plan.graphs.empty()) {
     // The main graph's numbers again at the top, shaped like the expected
     // block of an ExecuTorch conformance case.
@@ -480,6 +539,8 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     for (std::size_t m = 0; m < g.bufsizes.size(); ++m)
       devices.push_back(m < g.pool_devices.size() ? g.pool_devices[m].str() : Device{}.str());
     out += "      \"pool_devices\": " + dump(devices) + ",\n";
+    if (const ojson bd = bufferDeviceJson(g); !bd.empty())
+      out += "      \"non_const_buffer_device\": " + dump(bd) + ",\n";
     out += "      \"pools\": [";
     for (std::size_t p = 0; p < g.pools.size(); ++p) {
       const PoolInfo& info = g.pools[p];
@@ -498,6 +559,7 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
       j["algorithm"] = info.algorithm;
       j["proven_optimal"] = info.proven_optimal;
       j["work"] = info.work;
+      if (info.state) j["state"] = true;
       out += p ? ",\n        " : "\n        ";
       out += dump(j);
     }

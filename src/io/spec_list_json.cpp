@@ -2,9 +2,15 @@
 //
 //   {"name": ..., "algorithm": "greedy" | "greedy_no_overlap" | "naive" | "suite",
 //    "alignment": 16, "extra_padding": 0, "input_mem_buffer_sizes": null | [...],
+//    "per_device": false,
 //    "specs": [{"id": 0, "nbytes": 100, "lifetime": [3, 9],
-//               "mem_id": null | 1.., "inplace_base": null | <id>}, ...],
+//               "mem_id": null | 1.., "inplace_base": null | <id>,
+//               "device": "cpu:0" | "cuda:1" | ...}, ...],
 //    "expected": {...}}
+//
+// `device` (default "cpu:0") and `per_device` (ExecuTorch's
+// enable_non_cpu_memory_planning, default false) are memplan's additions:
+// ExecuTorch's TensorSpec.device / device_index and apply_algo's flag.
 //
 // "expected" (a conformance case's expected plan) is the test harness's
 // business: the reader accepts it and leaves it alone.
@@ -43,7 +49,7 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
   const Json doc = jsontext::parse(text, source_name);
   r.object(doc, "top level");
   r.knownKeys(doc, "top level", {"name", "algorithm", "alignment", "extra_padding",
-                                 "input_mem_buffer_sizes", "specs", "expected"});
+                                 "input_mem_buffer_sizes", "per_device", "specs", "expected"});
 
   SpecList c;
   if (const Json* name = r.find(doc, "name")) c.name = r.str(*name, "name");
@@ -74,6 +80,8 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
           r.unsignedInt((*imb)[i], jsontext::item("input_mem_buffer_sizes", i), kMaxBytes - 1));
   }
 
+  if (const Json* pd = r.find(doc, "per_device")) c.per_device = r.boolean(*pd, "per_device");
+
   const Json& specs = r.array(r.require(doc, "", "specs"), "specs", kMaxSpecs);
   const std::size_t n = specs.size();
   c.specs.specs.reserve(n);
@@ -85,7 +93,7 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
   for (std::size_t i = 0; i < n; ++i) {
     const std::string at = jsontext::item("specs", i);
     const Json& e = r.object(specs[i], at);
-    r.knownKeys(e, at, {"id", "nbytes", "lifetime", "mem_id", "inplace_base"});
+    r.knownKeys(e, at, {"id", "nbytes", "lifetime", "mem_id", "inplace_base", "device"});
     Spec s;
     s.id = static_cast<SpecId>(i);
     const std::int64_t id = r.signedInt(r.require(e, at, "id"), at + ".id", INT64_MIN, INT64_MAX);
@@ -107,6 +115,14 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
       if (mem < 1 || mem > kMaxMemId)
         r.fail(at + ".mem_id", fmt::format("{} out of range [1, {}] (0 holds constants)", mem, kMaxMemId));
       s.mem_id = static_cast<MemId>(mem);
+    }
+    if (const Json* d = r.find(e, "device")) {
+      const std::string text = r.str(*d, at + ".device");
+      const auto device = parseDevice(text);
+      if (!device)
+        r.fail(at + ".device", fmt::format("expected a device like \"cuda:0\" (lower-case type, "
+                                           "index), got '{}'", jsontext::oneLine(text, 60)));
+      s.device = *device;
     }
     if (const Json* b = r.optional(e, "inplace_base"))
       base_ids[i] = r.signedInt(*b, at + ".inplace_base", INT64_MIN, INT64_MAX);

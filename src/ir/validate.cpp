@@ -1,5 +1,6 @@
 // Structural checks every importer runs before a model enters the pipeline.
 #include <algorithm>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -88,19 +89,65 @@ void validateModel(const Model& m) {
     }
   }
 
+  // Methods: distinct names and distinct root graphs, graph 0 among them.
+  std::vector<char> entry(m.graphs.size(), 0);
+  entry[0] = 1;
+  if (!m.methods.empty()) {
+    entry[0] = 0;
+    std::unordered_map<std::string_view, std::size_t> names;
+    for (std::size_t i = 0; i < m.methods.size(); ++i) {
+      const Method& method = m.methods[i];
+      const std::string at = fmt::format("method {} '{}'", i, method.name);
+      if (method.name.empty()) fail(fmt::format("method {}: empty name", i));
+      if (!names.emplace(method.name, i).second) fail(at + ": name used twice");
+      if (method.graph < 0 || method.graph >= num_graphs)
+        fail(fmt::format("{}: graph {} does not exist", at, method.graph));
+      if (entry[method.graph]) fail(fmt::format("{}: graph {} is already an entry point", at, method.graph));
+      if (m.graphs[method.graph].parent != kNone)
+        fail(fmt::format("{}: graph {} is a control-flow body, not a root graph", at, method.graph));
+      entry[method.graph] = 1;
+    }
+    if (!entry[0]) fail("graph 0 is no method's entry graph");
+  }
+  // State named by fqn: one tensor per fqn in a graph, one size per fqn,
+  // owned by an entry graph; an activation is not state.
+  {
+    std::unordered_map<std::string_view, TensorId> size_of;
+    std::unordered_map<std::string, TensorId> in_graph;
+    for (TensorId t = 0; t < num_tensors; ++t) {
+      const Tensor& x = m.tensors[t];
+      if (x.fqn.empty()) continue;
+      if (x.kind != TensorKind::MutableBuffer && x.kind != TensorKind::Constant)
+        fail(fmt::format("{}: an fqn names state or a weight; this tensor is neither a mutable "
+                         "buffer nor a constant", tensorLabel(m, t)));
+      if (x.kind == TensorKind::MutableBuffer && !entry[x.graph])
+        fail(fmt::format("{}: state '{}' belongs to graph {}, which is not a method's entry graph",
+                         tensorLabel(m, t), x.fqn, x.graph));
+      const auto [it, fresh] = size_of.emplace(x.fqn, t);
+      if (!fresh && m.tensors[it->second].nbytes != x.nbytes)
+        fail(fmt::format("{}: fqn '{}' has {} bytes here and {} bytes in {}", tensorLabel(m, t),
+                         x.fqn, x.nbytes, m.tensors[it->second].nbytes, tensorLabel(m, it->second)));
+      const auto [jt, first] = in_graph.emplace(fmt::format("{}/{}", x.graph, x.fqn), t);
+      if (!first)
+        fail(fmt::format("{}: fqn '{}' is also {} of the same graph", tensorLabel(m, t), x.fqn,
+                         tensorLabel(m, jt->second)));
+    }
+  }
+
   for (GraphId g = 0; g < num_graphs; ++g) {
     const Graph& graph = m.graphs[g];
     const auto where = [&](const std::string& what) {
       fail(fmt::format("graph {} '{}': {}", g, graph.name, what));
     };
-    if (g == 0 && graph.parent != kNone) where("the main graph cannot have a parent");
-    if (g != 0 && (graph.parent < 0 || graph.parent >= num_graphs))
+    if (entry[g] && graph.parent != kNone)
+      where(g == 0 ? "the main graph cannot have a parent" : "a method's entry graph cannot have a parent");
+    if (!entry[g] && (graph.parent < 0 || graph.parent >= num_graphs))
       where("subgraph without a valid parent graph");
-    // Ancestry must be acyclic and reach the main graph.
+    // Ancestry must be acyclic and reach a root (an entry graph).
     GraphId cur = g;
-    for (GraphId steps = 0; cur != 0; ++steps) {
-      if (steps > num_graphs || cur < 0 || cur >= num_graphs) where("subgraph nesting is cyclic");
+    for (GraphId steps = 0; !entry[cur]; ++steps) {
       cur = m.graphs[cur].parent;
+      if (steps > num_graphs || cur < 0 || cur >= num_graphs) where("subgraph nesting is cyclic");
     }
     // A graph may reference tensors it owns or that an ancestor owns.
     const auto visible = [&](TensorId t) {
@@ -138,6 +185,7 @@ void validateModel(const Model& m) {
         }
       for (GraphId s : node.subgraphs) {
         if (s <= 0 || s >= num_graphs) where(fmt::format("{}: subgraph {} does not exist", ctx, s));
+        if (entry[s]) where(fmt::format("{}: subgraph {} is a method's entry graph", ctx, s));
         // A body may be shared by several nodes (TFLite), but never run itself.
         for (GraphId a = g; a != kNone; a = m.graphs[a].parent)
           if (a == s) where(fmt::format("{}: subgraph {} encloses this node (recursion)", ctx, s));

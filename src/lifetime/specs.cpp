@@ -1,5 +1,7 @@
 // Lifetimes and planning specs of one graph (see memplan/specs.h).
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -154,6 +156,16 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     }
   }
 
+  // State shared across methods lives in an entry graph (validateModel).
+  const bool state = sharesState(m, options) && graph.parent == kNone;
+  std::unordered_set<std::string_view> mutable_fqns;  // filled on first need
+  const auto mutableSomewhere = [&](const std::string& fqn) {
+    if (mutable_fqns.empty())
+      for (const Tensor& x : m.tensors)
+        if (x.kind == TensorKind::MutableBuffer) mutable_fqns.insert(x.fqn.empty() ? x.name : x.fqn);
+    return mutable_fqns.count(fqn) > 0;
+  };
+
   for (Spec& spec : result.specs) {
     const Tensor& root = m.tensors[spec.tensor];
     spec.device = root.device;
@@ -175,10 +187,20 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
       spec.is_output |= is_output[t] != 0;
       spec.is_mutable |= x.kind == TensorKind::MutableBuffer;
       spec.dynamic_unbound |= x.dynamic_unbound;
+      if (spec.fqn.empty()) spec.fqn = x.fqn;
     }
     spec.is_constant = root.kind == TensorKind::Constant;
+    if (state && spec.is_mutable) {
+      if (spec.fqn.empty()) spec.fqn = root.name;
+      spec.shared = true;
+    } else if (state && spec.is_constant && !spec.fqn.empty() && mutableSomewhere(spec.fqn)) {
+      // Read here, mutated by another method: the same state (is_mutable
+      // stays false: this method does not write it).
+      spec.is_constant = false;
+      spec.shared = true;
+    }
     if (spec.is_input) spec.first = 0;
-    if (spec.is_mutable) {
+    if (spec.is_mutable || spec.shared) {
       spec.first = 0;
       spec.last = last_step;
     }
@@ -187,7 +209,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     // alloc_mutable_buffers decides for them.
     if (spec.is_input && !spec.is_mutable && !options.alloc_graph_input) plan = false;
     if (spec.is_output && !options.alloc_graph_output) plan = false;
-    if (spec.is_mutable && !options.alloc_mutable_buffers) plan = false;
+    if ((spec.is_mutable || spec.shared) && !options.alloc_mutable_buffers) plan = false;
     spec.planned = plan;
   }
   addGaps(m, graph, result, gapped_uses);

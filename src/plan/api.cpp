@@ -76,6 +76,7 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
     requestError("options.alignment",
                  fmt::format("{} is above the limit of 2^30", r.options.alignment));
   if (!r.extra_padding) r.extra_padding = list ? list->extra_padding : 0;
+  if (list && list->per_device) r.options.per_device = true;
   if (*r.extra_padding > limits::kMaxSize)
     requestError("extra_padding", fmt::format("{} is above the limit of 2^62", *r.extra_padding));
   // A pool holds at most every tensor once: with the padding that must stay
@@ -117,6 +118,7 @@ Plan skeleton(const Input& input, const PlanOptions& options) {
   plan.options = options;
   if (input.model) {
     const Model& m = *input.model;
+    for (const Method& method : m.methods) plan.methods.push_back({method.name, method.graph});
     plan.graphs.resize(m.graphs.size());
     for (GraphId g = 0; g < static_cast<GraphId>(m.graphs.size()); ++g) {
       plan.graphs[g].graph = g;
@@ -265,7 +267,7 @@ Plan plan(const Input& input, const PlanRequest& asked) {
     recordRequest(out, r);
     out.graphs.push_back(planSpecs(std::move(specs), r, reserved));
     GraphPlan& g = out.graphs[0];
-    if (g.pool_devices.size() != g.bufsizes.size()) g.pool_devices.assign(g.bufsizes.size(), Device{});
+    g.pool_devices.resize(g.bufsizes.size(), Device{});
   }
   out.source = input.source;
   out.import_options = input.import_options;

@@ -1,25 +1,33 @@
-// Planning a whole model: control-flow bodies first, then each graph,
-// partitioned by device when asked (see memplan/plan.h).
+// Planning a whole model: each method's graphs, then the state the methods
+// share (see memplan/plan.h).
 //
-// 1. Bodies of a graph's control-flow nodes are planned first, recursively:
-//    cond/while/call bodies with their inputs unplanned (they are the
-//    parent's tensors), map/scan bodies with their inputs planned, outputs
-//    always planned. The element-wise max of the bodies' bufsizes is
-//    reserved as a prefix of each of the parent's pools.
-// 2. The graph's own specs are planned by planSpecs, either all together
-//    (pools by preset mem_id, default 1) or, with per_device, one partition
-//    per device: CPU:0 first, then (type, index); each partition's pools are
-//    appended after the previous ones, so CPU+CUDA gives [0, cpu, cuda].
-//    Only the CPU partition holds the bodies' reservation.
+// 1. Methods in order (a model without methods is one). Bodies of a graph's
+//    control-flow nodes are planned first, recursively: cond/while/call
+//    bodies with their inputs unplanned (they are the parent's tensors),
+//    map/scan bodies with their inputs planned, outputs always planned. The
+//    element-wise max of the bodies' bufsizes is reserved as a prefix of
+//    each of the parent's pools.
+// 2. The graph's own specs go through planSpecs: all together (pools by
+//    preset mem_id, default 1, all on CPU:0 whatever the tensors' devices,
+//    as ExecuTorch does) or, with per_device, one partition per device.
+// 3. Shared state (sharesState): after each method, ExecuTorch's checks when
+//    asked for its share_mutable_buffers; after all methods, one placement
+//    per fqn (partition/shared_state.cpp) appended to every method's pools:
+//    ExecuTorch's pool 2, or (memplan) the pool after the largest method's
+//    own pools, so the state pool has one mem_id in every method.
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "memplan/plan.h"
+#include "partition/partition.h"
 
 namespace memplan {
 namespace {
+
+constexpr std::string_view kShareField = "PlanRequest.options.share_mutable_buffers";
 
 class ModelPlanner {
  public:
@@ -38,11 +46,9 @@ class ModelPlanner {
       }
     }
     const PlanOptions options = graphPlanOptions(model_, g, request_.options);
-    GraphSpecs specs = collectSpecs(model_, g, options);
     PlanRequest request = request_;
     request.options = options;
-    GraphPlan result = options.per_device ? planPerDevice(std::move(specs), request, reserved)
-                                          : planSpecs(std::move(specs), request, reserved);
+    GraphPlan result = planSpecs(collectSpecs(model_, g, options), request, reserved);
     result.graph = g;
     result.parent = graph.parent;
     // ExecuTorch's greedy sizes only the pools it uses, dropping the bodies'
@@ -50,74 +56,104 @@ class ModelPlanner {
     if (result.bufsizes.size() < reserved.size()) result.bufsizes.resize(reserved.size(), 0);
     for (std::size_t m = 1; m < reserved.size(); ++m)
       result.bufsizes[m] = std::max(result.bufsizes[m], reserved[m]);
-    if (result.pool_devices.size() != result.bufsizes.size())
-      result.pool_devices.assign(result.bufsizes.size(), Device{});
+    result.pool_devices.resize(result.bufsizes.size(), Device{});
     plan_.graphs[g] = std::move(result);
     return plan_.graphs[g].bufsizes;
   }
 
  private:
-  GraphPlan planPerDevice(GraphSpecs specs, const PlanRequest& request,
-                          const std::vector<Bytes>& reserved) {
-    std::vector<Device> devices;
-    for (const Spec& s : specs.specs) {
-      if (!s.planned) continue;
-      if (!s.device.isCpu0() && s.mem_id)
-        throw InputError(fmt::format(
-            "{}: tensor '{}' on {} has a preset mem_id {}; preset pools cannot be combined "
-            "with per-device planning of non-CPU tensors",
-            model_.name, s.name, s.device.str(), *s.mem_id));
-      if (std::find(devices.begin(), devices.end(), s.device) == devices.end())
-        devices.push_back(s.device);
-    }
-    std::sort(devices.begin(), devices.end());
-    if (devices.empty() || !devices.front().isCpu0()) devices.insert(devices.begin(), Device{});
-
-    GraphPlan merged;
-    merged.bufsizes = {0};
-    merged.pool_devices = {Device{}};
-    for (const Device& device : devices) {
-      GraphSpecs part = specs;
-      for (Spec& s : part.specs) s.planned = s.planned && s.device == device;
-      const bool cpu = device.isCpu0();
-      GraphPlan p = planSpecs(std::move(part), request, cpu ? reserved : std::vector<Bytes>{});
-      const MemId shift = static_cast<MemId>(merged.bufsizes.size()) - 1;
-      // The CPU partition keeps its full pool list; others contribute only
-      // the pools they use.
-      std::size_t last = p.bufsizes.size();
-      if (!cpu)
-        while (last > 1 && p.bufsizes[last - 1] == 0 &&
-               std::none_of(p.allocations.begin(), p.allocations.end(),
-                            [&](const Allocation& a) { return a.mem_id == MemId(last - 1); }))
-          --last;
-      for (std::size_t m = 1; m < last; ++m) {
-        merged.bufsizes.push_back(p.bufsizes[m]);
-        merged.pool_devices.push_back(device);
-      }
-      for (Allocation a : p.allocations) {
-        a.mem_id += shift;
-        merged.allocations.push_back(a);
-      }
-      for (PoolInfo info : p.pools) {
-        info.mem_id += shift;
-        info.device = device;
-        merged.pools.push_back(info);
-      }
-    }
-    if (merged.bufsizes.size() < 2) {
-      merged.bufsizes.push_back(0);
-      merged.pool_devices.push_back(Device{});
-    }
-    std::sort(merged.allocations.begin(), merged.allocations.end(),
-              [](const Allocation& a, const Allocation& b) { return a.spec < b.spec; });
-    merged.specs = std::move(specs);
-    return merged;
-  }
-
   const Model& model_;
   const PlanRequest& request_;
   Plan& plan_;
 };
+
+std::string methodLabel(const Method& m) {
+  return m.name.empty() ? std::string("the model") : fmt::format("method '{}'", m.name);
+}
+
+// ExecuTorch's checks on one method before it shares state
+// (memory_planning_pass.py: _check_default_mem_ids, then the state's own).
+void checkExecutorchSharing(const GraphPlan& g, const Method& method) {
+  for (const Spec& s : g.specs.specs) {
+    const Allocation* a = s.planned && !s.shared ? g.find(s.id) : nullptr;
+    const std::optional<MemId> mem_id = a ? std::optional<MemId>(a->mem_id) : s.mem_id;
+    if (mem_id && *mem_id != 1)
+      throw InputError(fmt::format(
+          "{}: {}: '{}' is in pool {}; ExecuTorch shares mutable buffers only when every other "
+          "tensor is in pool 1 (\"Cannot share mutable buffers if all other tensors are not on "
+          "the default mem_id of 1\")",
+          kShareField, methodLabel(method), s.name, *mem_id));
+  }
+  for (const Spec& s : g.specs.specs)
+    if (s.shared && (s.mem_id || s.offset))
+      throw InputError(fmt::format(
+          "{}: {}: state '{}' (tensor '{}') has a preset {}; ExecuTorch refuses to share it "
+          "(\"Cannot share mutable buffers if they already have a mem_id or mem_offset assigned\")",
+          kShareField, methodLabel(method), s.fqn, s.name,
+          s.mem_id ? fmt::format("pool (mem_id {})", *s.mem_id) : fmt::format("offset {}", *s.offset)));
+}
+
+std::string listText(const std::vector<Bytes>& v) {
+  std::string s;
+  for (Bytes b : v) s += (s.empty() ? "" : ", ") + std::to_string(b);
+  return "[" + s + "]";
+}
+
+// Places the shared state once and appends its pools to every method.
+void placeSharedState(Plan& plan, const std::vector<Method>& methods, const PlanRequest& request) {
+  const bool exact = request.options.share_mutable_buffers;
+  std::vector<partition::MethodSpecs> specs;
+  for (const Method& m : methods)
+    specs.push_back({m.name, &plan.graphs[m.graph].specs, request.options.per_device});
+  const partition::StateLayout layout =
+      exact ? partition::placeStateExecutorch(specs, planningAlignment(request.options))
+            : partition::placeStateMemplan(specs);
+  std::size_t base = 2;  // first state pool: ExecuTorch's mem_id 2
+  for (const Method& m : methods) {
+    const GraphPlan& g = plan.graphs[m.graph];
+    if (exact && g.bufsizes.size() != 2)
+      throw InputError(fmt::format(
+          "{}: {} has pools {}; ExecuTorch shares mutable state only with the default pools "
+          "[0, activations] (\"Cannot share mutable state if not using default memory ids\")",
+          kShareField, methodLabel(m), listText(g.bufsizes)));
+    base = std::max(base, g.bufsizes.size());
+  }
+  if (layout.pool_sizes.empty()) return;  // memplan: no state, no pool
+  std::unordered_map<std::string_view, const partition::StatePlacement*> slot_of;
+  for (const partition::StatePlacement& s : layout.slots) slot_of.emplace(s.fqn, &s);
+  for (const Method& m : methods) {
+    GraphPlan& g = plan.graphs[m.graph];
+    g.bufsizes.resize(base, 0);
+    g.pool_devices.resize(base, Device{});
+    std::vector<std::size_t> count(layout.pool_sizes.size(), 0);
+    for (const Spec& s : g.specs.specs) {
+      if (!s.shared || !s.planned) continue;
+      const partition::StatePlacement& slot = *slot_of.at(s.fqn);
+      g.allocations.push_back({s.id, static_cast<MemId>(base + slot.pool), 0, slot.offset, slot.size});
+      ++count[slot.pool];
+    }
+    for (std::size_t i = 0; i < layout.pool_sizes.size(); ++i) {
+      const auto mem_id = static_cast<MemId>(base + i);
+      g.bufsizes.push_back(layout.pool_sizes[i]);
+      g.pool_devices.push_back(layout.pool_devices[i]);
+      if (layout.pool_sizes[i] == 0 && count[i] == 0) continue;
+      PoolInfo info;
+      info.mem_id = mem_id;
+      info.device = layout.pool_devices[i];
+      info.size = layout.pool_sizes[i];
+      for (const partition::StatePlacement& s : layout.slots)
+        if (s.pool == i) info.lower_bound += s.size;  // all state is alive at once
+      info.naive_size = info.lower_bound;
+      info.buffers = count[i];
+      info.algorithm = exact ? "share_mutable_buffers" : "shared_state";
+      info.proven_optimal = info.size == info.lower_bound;
+      info.state = true;
+      g.pools.push_back(std::move(info));
+    }
+    std::stable_sort(g.allocations.begin(), g.allocations.end(),
+                     [](const Allocation& a, const Allocation& b) { return a.spec < b.spec; });
+  }
+}
 
 }  // namespace
 
@@ -128,11 +164,26 @@ Plan planModel(const Model& model, const PlanRequest& asked) {
   if (request.algorithm.empty()) request.algorithm = "auto";
   request.options.alignment = planningAlignment(request.options);
   if (!request.extra_padding) request.extra_padding = 0;
+  if (request.options.share_mutable_buffers && !request.options.alloc_mutable_buffers)
+    throw InputError(fmt::format("{}: cannot leave mutable buffers unplanned "
+                                 "(options.alloc_mutable_buffers false; ExecuTorch: "
+                                 "share_mutable_buffers is only meaningful when "
+                                 "alloc_mutable_buffers is True)",
+                                 kShareField));
   Plan plan;
   recordRequest(plan, request);
   plan.graphs.resize(model.graphs.size());
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
-  ModelPlanner(model, request, plan).planGraph(0, 0);
+  for (const Method& m : model.methods) plan.methods.push_back({m.name, m.graph});
+
+  const std::vector<Method> methods = model.entryPoints();
+  const bool state = sharesState(model, request.options);
+  ModelPlanner planner(model, request, plan);
+  for (const Method& m : methods) {
+    planner.planGraph(m.graph, 0);
+    if (state && request.options.share_mutable_buffers) checkExecutorchSharing(plan.graphs[m.graph], m);
+  }
+  if (state) placeSharedState(plan, methods, request);
   plan.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return plan;

@@ -140,7 +140,17 @@ class ModelReplay {
   ReplayResult run() {
     if (!prepare()) return std::move(r_);
     active_.assign(m_.graphs.size(), 0);
-    runGraph(0);
+    // Methods run one after the other on the same arenas (ExecuTorch's
+    // share_memory_arenas); with several, the first runs once more, so
+    // every method's state is read by a method after it.
+    std::vector<GraphId> sequence;
+    for (const MethodPlan& m : p_.methods) sequence.push_back(m.graph);
+    if (sequence.empty()) sequence.push_back(0);
+    if (sequence.size() > 1) sequence.push_back(sequence.front());
+    for (GraphId entry : sequence) {
+      if (failed()) break;
+      runMethod(entry);
+    }
     // What needs no running (pools, presets, pins, bounds, the reserved
     // prefix, alignment) is then checked as the verifier checks it.
     if (!failed()) {
@@ -233,8 +243,32 @@ class ModelReplay {
         storages_[s].need = std::max(storages_[s].need, m_.tensors[t].nbytes);
     }
 
-    // Every pool lives in the main graph's arenas; bodies use their prefix.
-    const std::vector<Bytes>& sizes = p_.graphs[0].bufsizes;
+    // Every pool lives in the methods' arenas (one per mem_id, as large as
+    // the largest method's); bodies use their prefix.
+    std::vector<Bytes> sizes;
+    root_.assign(p_.graphs.size(), kNone);
+    for (GraphId g = 0; g < static_cast<GraphId>(p_.graphs.size()); ++g) {
+      GraphId r = g;
+      for (std::size_t hops = 0; hops <= m_.graphs.size() && m_.graphs[r].parent >= 0 &&
+                                 m_.graphs[r].parent < static_cast<GraphId>(m_.graphs.size());
+           ++hops)
+        r = m_.graphs[r].parent;
+      root_[g] = r;
+    }
+    {
+      std::vector<GraphId> entries;
+      for (const MethodPlan& m : p_.methods) entries.push_back(m.graph);
+      if (entries.empty()) entries.push_back(0);
+      for (GraphId e : entries) {
+        if (e < 0 || static_cast<std::size_t>(e) >= p_.graphs.size()) {
+          fail(ReplayIssue::BadPlan, fmt::format("replay: method graph {} does not exist", e));
+          return false;
+        }
+        const std::vector<Bytes>& b = p_.graphs[e].bufsizes;
+        if (sizes.size() < b.size()) sizes.resize(b.size(), 0);
+        for (std::size_t m = 0; m < b.size(); ++m) sizes[m] = std::max(sizes[m], b[m]);
+      }
+    }
     std::vector<Bytes> granules(sizes.size(), 0);
     for (const Storage& s : storages_) {
       if (!s.alloc || s.need == 0) continue;
@@ -273,6 +307,30 @@ class ModelReplay {
   }
 
   bool planned(std::int64_t s) const { return s >= 0 && storages_[s].alloc && storages_[s].need; }
+
+  const Spec& specOf(const Storage& st) const { return p_.graphs[st.graph].specs.specs[st.spec]; }
+
+  // One call of a method: its own tensors start afresh; the state it shares
+  // must hold what the last method that wrote it left there.
+  void runMethod(GraphId entry) {
+    for (Storage& st : storages_)
+      if (root_[st.graph] == entry && !specOf(st).shared) st.version = kUnwritten;
+    const TimeValue start = 0;
+    for (std::size_t i = base_[entry]; i < base_[entry] + p_.graphs[entry].specs.specs.size(); ++i) {
+      Storage& st = storages_[i];
+      const Spec& spec = specOf(st);
+      if (!spec.shared || !planned(static_cast<std::int64_t>(i))) continue;
+      const auto last = state_version_.find(spec.fqn);
+      if (last == state_version_.end()) continue;  // first method to use it: loaded
+      st.version = last->second;
+      read(spec.tensor, entry, "", start, false);
+    }
+    runGraph(entry);
+    for (std::size_t i = base_[entry]; i < base_[entry] + p_.graphs[entry].specs.specs.size(); ++i) {
+      const Storage& st = storages_[i];
+      if (specOf(st).shared && st.version != kUnwritten) state_version_[specOf(st).fqn] = st.version;
+    }
+  }
 
   // Does producing `t` write bytes? A view of its own storage does not.
   bool writes(TensorId t) const {
@@ -321,6 +379,21 @@ class ModelReplay {
                                                       [want](WriteId id) { return id == want; });
     if (!bad) return;
     const Event& w = events_[bad->found];
+    if (bad->found == kUnwritten) {
+      // Bytes nothing wrote: the tensor was moved (state at another place
+      // than where the last method left it).
+      r_.graph = g;
+      r_.victim = m_.tensors[t].name;
+      r_.reader_node = node;
+      r_.read_step = step;
+      r_.mem_id = st.alloc->mem_id;
+      r_.offset = bad->offset;
+      fail(ReplayIssue::Clobber,
+           fmt::format("replay: tensor '{}' (graph {}) at mem_id {} offset {} holds bytes nothing "
+                       "wrote, found at {} (step {})",
+                       r_.victim, g, r_.mem_id, r_.offset, stepName(node, end), step));
+      return;
+    }
     r_.graph = g;
     r_.victim = m_.tensors[t].name;
     r_.writer = w.tensor >= 0 ? m_.tensors[w.tensor].name : "";
@@ -486,6 +559,8 @@ class ModelReplay {
   std::vector<Shadow> shadows_;              // index = mem_id
   std::vector<Event> events_;                // index = WriteId
   std::vector<char> active_;                 // graphs on the call stack
+  std::vector<GraphId> root_;                // graph -> its method's entry graph
+  std::map<std::string, WriteId> state_version_;  // fqn -> last write of the state
 };
 
 }  // namespace

@@ -139,6 +139,12 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
       report(fmt::format("'{}' is pinned at offset {} but placed at {}", s.name, *s.offset, a.offset));
     if (a.size < s.nbytes)
       report(fmt::format("'{}' needs {} bytes but is given {}", s.name, s.nbytes, a.size));
+    // Per device, a tensor lives in a pool of its own device (state aside:
+    // ExecuTorch keeps it on the CPU).
+    if (options.per_device && !s.shared && static_cast<std::size_t>(a.mem_id) < plan.pool_devices.size() &&
+        !(plan.pool_devices[a.mem_id] == s.device))
+      report(fmt::format("'{}' is on {} but placed in pool {}, which is on {}", s.name, s.device.str(),
+                         a.mem_id, plan.pool_devices[a.mem_id].str()));
     const Bytes pool_size = plan.bufsizes[a.mem_id];
     const PoolInfo* info = pool_info.count(a.mem_id) ? pool_info[a.mem_id] : nullptr;
     const Bytes reserved = info ? info->reserved : 0;
@@ -308,6 +314,64 @@ void checkBodyFitsParent(const Plan& plan, const GraphPlan& body, VerifyResult& 
   }
 }
 
+std::string methodOfGraph(const Plan& plan, GraphId g) {
+  for (const MethodPlan& m : plan.methods)
+    if (m.graph == g) return fmt::format("method '{}'", m.name);
+  return fmt::format("graph {}", g);
+}
+
+// State shared by the methods: one place for each fqn in every method, and
+// bytes no other tensor of any graph touches (the methods run one after the
+// other on the same arenas; the state must survive them all).
+void checkSharedState(const Plan& plan, VerifyResult& result, std::size_t max_violations) {
+  const auto report = [&](GraphId g, std::string message) {
+    if (result.violations.size() < max_violations) result.violations.push_back({g, std::move(message)});
+  };
+  struct Seen {
+    GraphId graph;
+    const Allocation* alloc;
+  };
+  std::map<std::string, Seen> first;
+  std::map<MemId, std::vector<std::pair<Offset, Offset>>> state_bytes;  // [begin, end) per pool
+  for (const GraphPlan& g : plan.graphs)
+    for (const Allocation& a : g.allocations) {
+      if (a.spec < 0 || static_cast<std::size_t>(a.spec) >= g.specs.specs.size()) continue;
+      const Spec& s = g.specs.specs[a.spec];
+      if (!s.shared) continue;
+      const auto [it, fresh] = first.emplace(s.fqn, Seen{g.graph, &a});
+      const Allocation& b = *it->second.alloc;
+      if (!fresh && (a.mem_id != b.mem_id || a.offset != b.offset || a.size != b.size))
+        report(g.graph, fmt::format("state '{}' is at pool {} offset {} ({} bytes) in {} but at pool {} "
+                                    "offset {} ({} bytes) in {}",
+                                    s.fqn, b.mem_id, b.offset, b.size, methodOfGraph(plan, it->second.graph),
+                                    a.mem_id, a.offset, a.size, methodOfGraph(plan, g.graph)));
+      if (fresh && a.size > 0 && a.offset <= kMaxBytes && a.size <= kMaxBytes)
+        state_bytes[a.mem_id].push_back({a.offset, a.offset + a.size});
+    }
+  if (state_bytes.empty()) return;
+  for (auto& [m, ranges] : state_bytes) std::sort(ranges.begin(), ranges.end());
+  for (const GraphPlan& g : plan.graphs)
+    for (const Allocation& a : g.allocations) {
+      if (a.spec < 0 || static_cast<std::size_t>(a.spec) >= g.specs.specs.size() || a.size == 0 ||
+          a.offset > kMaxBytes || a.size > kMaxBytes)
+        continue;
+      const Spec& s = g.specs.specs[a.spec];
+      const auto pool = state_bytes.find(a.mem_id);
+      if (s.shared || pool == state_bytes.end()) continue;
+      // State ranges are disjoint and sorted: only the last one starting
+      // before this allocation's end can reach into it.
+      const auto& ranges = pool->second;
+      const auto it = std::upper_bound(ranges.begin(), ranges.end(),
+                                       std::pair<Offset, Offset>{a.offset + a.size, 0});
+      if (it == ranges.begin() || std::prev(it)->second <= a.offset) continue;
+      const auto& r = *std::prev(it);
+      report(g.graph, fmt::format("'{}' ({}) at bytes [{}, {}) of pool {} overlaps shared state "
+                                  "[{}, {}), which every method keeps",
+                                  s.name, methodOfGraph(plan, g.graph), a.offset, a.offset + a.size,
+                                  a.mem_id, r.first, r.second));
+    }
+}
+
 VerifyResult checkPlan(const Plan& plan, std::size_t max_violations, bool sweep) {
   VerifyResult total;
   for (const GraphPlan& g : plan.graphs) {
@@ -319,6 +383,7 @@ VerifyResult checkPlan(const Plan& plan, std::size_t max_violations, bool sweep)
     for (auto& v : r.violations)
       if (total.violations.size() < max_violations) total.violations.push_back(std::move(v));
   }
+  checkSharedState(plan, total, max_violations);
   return total;
 }
 
