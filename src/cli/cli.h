@@ -11,6 +11,7 @@
 #include "memplan/import.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
+#include "memplan/pte.h"
 
 namespace memplan::cli {
 
@@ -50,6 +51,7 @@ struct LoadedInput {
   std::optional<Model> model;             // graph JSON, ONNX, TFLite
   std::optional<SpecListCase> spec_list;  // ExecuTorch spec list
   std::optional<BufferList> buffers;      // MiniMalloc CSV
+  std::shared_ptr<const PteProgram> pte;  // ExecuTorch program (model = its methods)
 };
 
 LoadedInput loadInput(const std::string& path, const ImportOptions& options);
@@ -81,5 +83,16 @@ Command addVerifyCommand(CLI::App& app);
 Command addReplayCommand(CLI::App& app);
 Command addImportCommand(CLI::App& app);
 Command addAlgorithmsCommand(CLI::App& app);
+Command addReportCommand(CLI::App& app);
+
+// ExecuTorch programs (cmd_pte.cpp).
+// Per method: the file's arena, the plan's and the lower bound, one line each.
+std::string pteSummary(const PteProgram& program, const Plan& plan);
+// A verifier violation as a line: the method is named for programs.
+std::string violationLine(const LoadedInput& input, const Violation& v);
+// The method named `name`; "" = the only one (an error when there are several).
+GraphId pteMethodIndex(const PteProgram& program, const std::string& name);
+// `plan --write-pte OUT`: writes the program with the plan (atomically).
+void writePteOutput(const LoadedInput& input, const Plan& plan, const std::string& path);
 
 }  // namespace memplan::cli

@@ -24,6 +24,7 @@ struct PlanCommand {
   bool quiet = false;
   bool timing = false;
   std::string html, svg, compare;
+  std::string write_pte;
 
   bool endsWith(const std::string& s, const std::string& suffix) const {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -61,8 +62,10 @@ struct PlanCommand {
 
   int run() {
     const LoadedInput in = loadInput(input, input_flags.toImportOptions());
+    if (!write_pte.empty() && !in.pte)
+      throw InputError(fmt::format("--write-pte: {} is not an ExecuTorch program (.pte)", input));
     const Plan plan = planInput(in, plan_flags, !quiet && ::isatty(2));
-    const VerifyResult verdict = verifyPlan(plan);
+    const VerifyResult verdict = in.pte ? verifyPte(*in.pte, plan) : verifyPlan(plan);
     const Model* model = in.model ? &*in.model : nullptr;
 
     if (!output.empty()) {
@@ -95,6 +98,7 @@ struct PlanCommand {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
+      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -106,11 +110,14 @@ struct PlanCommand {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
-        return kExitOk;
+        if (!write_pte.empty())
+          std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
+        return write_pte.empty() ? kExitOk : kExitVerifyFailed;
       }
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
       return kExitVerifyFailed;
     }
+    if (!write_pte.empty()) writePteOutput(in, plan, write_pte);
     return kExitOk;
   }
 };
@@ -121,8 +128,8 @@ Command addPlanCommand(CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   CLI::App* sub = app.add_subcommand("plan", "Plan a model, spec list or buffer list and print a report");
   sub->add_option("INPUT", cmd->input,
-                  "Model (.onnx, .tflite), memplan graph (.json), ExecuTorch spec list (.json) "
-                  "or MiniMalloc buffer list (.csv)")
+                  "Model (.onnx, .tflite), ExecuTorch program (.pte), memplan graph (.json), "
+                  "ExecuTorch spec list (.json) or MiniMalloc buffer list (.csv)")
       ->required();
   sub->add_option("-o,--output", cmd->output, "Write the plan: OUT.json (plan JSON) or OUT.csv (one pool)");
   cmd->plan_flags.addTo(*sub);
@@ -135,6 +142,9 @@ Command addPlanCommand(CLI::App& app) {
   sub->add_option("--html", cmd->html, "Write an interactive, self-contained HTML viewer");
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
   sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");
+  sub->add_option("--write-pte", cmd->write_pte,
+                  "ExecuTorch .pte: write the program with this plan (memory ids, constants, "
+                  "segments and delegates kept)");
   return {sub, [cmd] { return cmd->run(); }};
 }
 

@@ -21,6 +21,12 @@ struct CheckCommand {
   };
   Loaded load() const {
     Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
+    if (plan_path.empty()) {  // only a .pte carries its own plan
+      if (!l.input.pte)
+        throw InputError(fmt::format("{}: no PLAN given (only an ExecuTorch .pte carries its own plan)", input));
+      l.plan = embeddedPlan(*l.input.pte);
+      return l;
+    }
     const std::string text = readFile(plan_path);
     if (detectInputKind(plan_path, text) == InputKind::Csv) {
       l.plan = planFromCsvSolution(l.input, text, plan_path);
@@ -35,11 +41,11 @@ struct CheckCommand {
 
   int verify() const {
     const Loaded l = load();
-    const VerifyResult r = verifyPlan(l.plan);
+    const VerifyResult r = l.input.pte ? verifyPte(*l.input.pte, l.plan, plan_path.empty())
+                                       : verifyPlan(l.plan);
     printWarnings(r.warnings);
     if (!r.ok()) {
-      std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
-                               r.violations.front().message);
+      std::cout << "INVALID: " << violationLine(l.input, r.violations.front()) << "\n";
       return kExitVerifyFailed;
     }
     std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
@@ -48,7 +54,9 @@ struct CheckCommand {
 
   int replay() const {
     const Loaded l = load();
-    const ReplayResult r = l.input.model ? replayPlan(*l.input.model, l.plan) : replaySpecs(l.plan.main());
+    const ReplayResult r = l.input.pte     ? replayPte(*l.input.pte, l.plan)
+                           : l.input.model ? replayPlan(*l.input.model, l.plan)
+                                           : replaySpecs(l.plan.main());
     if (r.ok())
       std::cout << fmt::format("OK: {} writes, {} reads checked over {} steps\n", r.writes, r.reads, r.steps);
     else
@@ -61,8 +69,7 @@ struct CheckCommand {
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
     sub->add_option("PLAN", plan_path,
                     "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
-                    "of a CSV buffer list")
-        ->required();
+                    "of a CSV buffer list; for a .pte without PLAN, the plan the file carries");
     input_flags.addTo(*sub);
     return sub;
   }

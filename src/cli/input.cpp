@@ -125,7 +125,7 @@ void PlanFlags::addTo(CLI::App& app) {
 LoadedInput loadInput(const std::string& path, const ImportOptions& options) {
   LoadedInput in;
   in.path = path;
-  const std::string bytes = readFile(path);
+  std::string bytes = readFile(path);
   in.kind = detectInputKind(path, bytes);
   switch (in.kind) {
     case InputKind::GraphJson: in.model = readGraphJson(bytes, path); break;
@@ -133,6 +133,10 @@ LoadedInput loadInput(const std::string& path, const ImportOptions& options) {
     case InputKind::Csv: in.buffers = readMiniMallocCsv(bytes, path); break;
     case InputKind::Onnx: in.model = importOnnx(bytes, path, options); break;
     case InputKind::Tflite: in.model = importTflite(bytes, path, options); break;
+    case InputKind::Pte:
+      in.pte = std::make_shared<const PteProgram>(readPte(std::move(bytes), path));
+      in.model = in.pte->model;
+      break;
   }
   return in;
 }
@@ -267,6 +271,12 @@ Plan planInput(const LoadedInput& in, const PlanFlags& flags, bool with_progress
   const auto watch = [&](PlanRequest& r) {
     if (progress) r.params.progress = progress->callback();
   };
+  if (in.pte) {  // every method, memory ids kept; XNNPACK programs padded as ExecuTorch does
+    PlanRequest r = makeRequest(flags, 16);
+    if (flags.extra_padding.empty()) r.extra_padding = pteDefaultExtraPadding(*in.pte);
+    watch(r);
+    return planPte(*in.pte, r);
+  }
   if (in.model) {
     PlanRequest r = makeRequest(flags, 16);
     watch(r);
