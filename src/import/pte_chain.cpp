@@ -65,12 +65,36 @@ struct Group {
   bool state = false, shared = false;
 };
 
+// Groups by root tensor, in the order they were made.
+class GroupTable {
+ public:
+  void init(std::size_t tensors) { slot_.assign(tensors, -1); }
+  Group& emplace(std::int32_t root) {
+    slot_[static_cast<std::size_t>(root)] = static_cast<std::int32_t>(items_.size());
+    items_.emplace_back();
+    items_.back().root = root;
+    return items_.back();
+  }
+  Group& at(std::int32_t root) { return items_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(root)])]; }
+  const Group& at(std::int32_t root) const {
+    return items_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(root)])];
+  }
+  std::vector<Group>::iterator begin() { return items_.begin(); }
+  std::vector<Group>::iterator end() { return items_.end(); }
+  std::vector<Group>::const_iterator begin() const { return items_.begin(); }
+  std::vector<Group>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<Group> items_;
+  std::vector<std::int32_t> slot_;
+};
+
 struct Analysis {
   std::vector<std::int32_t> group_of;   // tensor -> group root (-1: unplanned or unused)
   std::vector<char> first_write;        // tensor -> its first instruction only writes it
-  std::map<std::int32_t, Group> groups; // by root
+  GroupTable groups;
   std::vector<std::int32_t> klass;      // tensor root -> class representative (union-find)
-  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> lifetime;  // group -> final [a, b]
+  std::vector<std::pair<std::int64_t, std::int64_t>> lifetime;  // group root -> final [a, b]
   std::size_t loops = 0;
 };
 
@@ -126,8 +150,7 @@ class Painting {
 
 class MethodAnalyser {
  public:
-  MethodAnalyser(const RawMethod& m, const std::string& source, std::int64_t index)
-      : m_(m), source_(source), index_(index) {}
+  explicit MethodAnalyser(const RawMethod& m) : m_(m) {}
 
   Analysis run() {
     const std::size_t nt = m_.tensors.size();
@@ -139,6 +162,8 @@ class MethodAnalyser {
     input_.assign(nt, 0);
     output_.assign(nt, 0);
     a_.group_of.assign(nt, -1);
+    a_.groups.init(nt);
+    group_last_.assign(nt, kStart);
     uses();
     grouping();
     hulls();
@@ -188,12 +213,10 @@ class MethodAnalyser {
     }
   }
 
-  void decide(std::int32_t t, std::int64_t time, const std::vector<std::int32_t>& named) {
+  void decide(std::int32_t t, std::int64_t time) {
     const RawTensor& x = m_.tensors[static_cast<std::size_t>(t)];
     const auto start_group = [&] {
-      Group g;
-      g.root = t;
-      a_.groups.emplace(t, std::move(g));
+      a_.groups.emplace(t);
       a_.group_of[static_cast<std::size_t>(t)] = t;
       return t;
     };
@@ -207,10 +230,9 @@ class MethodAnalyser {
       const std::int32_t cand = it->second;
       const Group& G = a_.groups.at(cand);
       const bool writes = first_write_[static_cast<std::size_t>(t)] != 0;
-      const bool alive = group_last_.at(cand) >= time;
+      const bool alive = group_last_[static_cast<std::size_t>(cand)] >= time;
       if (alive) {
-        const bool same_instruction =
-            std::find(named.begin(), named.end(), cand) != named.end() && time != kStart;
+        const bool same_instruction = time != kStart && named_at_[static_cast<std::size_t>(cand)] == time;
         if (same_instruction || !writes) g = cand;
       } else if (!writes && x.nbytes == G.size &&
                  paint_[x.alloc->mem_id].onlyBy(x.alloc->offset, x.alloc->offset + x.nbytes, cand, work_)) {
@@ -225,8 +247,8 @@ class MethodAnalyser {
     }
     Group& G = a_.groups.at(g);
     G.size = std::max(G.size, x.nbytes);
-    group_last_[g] = std::max(group_last_.count(g) ? group_last_[g] : kStart,
-                              last_[static_cast<std::size_t>(t)]);
+    group_last_[static_cast<std::size_t>(g)] =
+        std::max(group_last_[static_cast<std::size_t>(g)], last_[static_cast<std::size_t>(t)]);
   }
 
   void paintTensor(std::int32_t t) {
@@ -237,32 +259,31 @@ class MethodAnalyser {
   }
 
   void grouping() {
-    std::vector<std::int32_t> named;
+    named_at_.assign(m_.tensors.size(), kUnused);
     for (std::int32_t t : m_.inputs)
-      if (planned(t) && a_.group_of[static_cast<std::size_t>(t)] < 0) decide(t, kStart, named);
+      if (planned(t) && a_.group_of[static_cast<std::size_t>(t)] < 0) decide(t, kStart);
     for (std::int32_t t : m_.inputs)
       if (planned(t)) paintTensor(t);
     for (std::size_t i = 0; i < m_.kinds.size(); ++i) {
-      named.clear();
       const auto time = static_cast<std::int64_t>(i);
-      for (std::size_t r = m_.ref_begin[i]; r < m_.ref_begin[i + 1]; ++r) {
-        const std::int32_t t = m_.refs[r].tensor;
-        if (planned(t) && a_.group_of[static_cast<std::size_t>(t)] >= 0)
-          named.push_back(a_.group_of[static_cast<std::size_t>(t)]);
-      }
+      const auto name = [&](std::int32_t t) {
+        const std::int32_t g = a_.group_of[static_cast<std::size_t>(t)];
+        if (g >= 0) named_at_[static_cast<std::size_t>(g)] = time;
+      };
+      for (std::size_t r = m_.ref_begin[i]; r < m_.ref_begin[i + 1]; ++r)
+        if (planned(m_.refs[r].tensor)) name(m_.refs[r].tensor);
       for (std::size_t r = m_.ref_begin[i]; r < m_.ref_begin[i + 1]; ++r) {
         const std::int32_t t = m_.refs[r].tensor;
         if (!planned(t) || a_.group_of[static_cast<std::size_t>(t)] >= 0) continue;
-        decide(t, time, named);
-        named.push_back(a_.group_of[static_cast<std::size_t>(t)]);
+        decide(t, time);
+        name(t);
       }
       for (std::size_t r = m_.ref_begin[i]; r < m_.ref_begin[i + 1]; ++r)
         if (planned(m_.refs[r].tensor)) paintTensor(m_.refs[r].tensor);
     }
     // Returned without being computed or passed in: a group of their own.
     for (std::int32_t t : m_.outputs)
-      if (planned(t) && a_.group_of[static_cast<std::size_t>(t)] < 0)
-        decide(t, kStart, named);
+      if (planned(t) && a_.group_of[static_cast<std::size_t>(t)] < 0) decide(t, kStart);
   }
 
   void hulls() {
@@ -323,11 +344,11 @@ class MethodAnalyser {
       std::int32_t group;
     };
     std::vector<Item> items;
-    for (const auto& [root, G] : a_.groups)
+    for (const Group& G : a_.groups)
       for (std::int32_t t : G.members) {
         const RawTensor& x = m_.tensors[static_cast<std::size_t>(t)];
         if (x.nbytes > 0)
-          items.push_back({x.alloc->mem_id, x.alloc->offset, x.alloc->offset + x.nbytes, root});
+          items.push_back({x.alloc->mem_id, x.alloc->offset, x.alloc->offset + x.nbytes, G.root});
       }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
       return std::tie(a.mem, a.begin, a.end, a.group) < std::tie(b.mem, b.begin, b.end, b.group);
@@ -373,13 +394,13 @@ class MethodAnalyser {
       }
     }
     std::vector<char> out(m_.tensors.size(), 0);
-    for (const auto& [root, G] : a_.groups) out[static_cast<std::size_t>(root)] = !shared[static_cast<std::size_t>(root)];
+    for (const Group& G : a_.groups) out[static_cast<std::size_t>(G.root)] = !shared[static_cast<std::size_t>(G.root)];
     return out;
   }
 
   void state() {
     const std::vector<char> alone = exclusive();
-    for (auto& [root, G] : a_.groups) {
+    for (Group& G : a_.groups) {
       if (G.size == 0) continue;
       bool s = false;
       for (std::int32_t t : G.members) {
@@ -389,21 +410,20 @@ class MethodAnalyser {
       // Read before it is written, and more than a kernel's scratch space
       // (named by one instruction that does not also update it).
       s |= !G.first_write && !G.input && (G.first_update || G.instructions >= 2) &&
-           alone[static_cast<std::size_t>(root)];
+           alone[static_cast<std::size_t>(G.root)];
       G.state = s;
     }
   }
 
   const RawMethod& m_;
-  const std::string& source_;
-  std::int64_t index_;
   std::int64_t end_ = 0;
   std::vector<std::int64_t> first_, last_;
   std::vector<char> first_write_, first_update_, input_, output_;
   std::vector<std::size_t> count_;
   Analysis a_;
   std::map<std::pair<MemId, Offset>, std::int32_t> latest_;
-  std::map<std::int32_t, std::int64_t> group_last_;
+  std::vector<std::int64_t> group_last_;  // by group root
+  std::vector<std::int64_t> named_at_;    // by group root: last instruction naming it
   std::map<MemId, Painting> paint_;
   std::uint64_t work_ = 0;
 };
@@ -414,26 +434,23 @@ void shareState(const RawProgram& raw, std::vector<Analysis>& an) {
   using Key = std::tuple<MemId, Offset, Bytes>;
   std::map<Key, std::vector<std::pair<std::size_t, std::int32_t>>> by_key;
   for (std::size_t m = 0; m < an.size(); ++m)
-    for (const auto& [root, G] : an[m].groups) {
+    for (const Group& G : an[m].groups) {
       if (G.size == 0) continue;
-      const RawTensor& x = raw.methods[m].tensors[static_cast<std::size_t>(root)];
-      by_key[{x.alloc->mem_id, x.alloc->offset, G.size}].emplace_back(m, root);
+      const RawTensor& x = raw.methods[m].tensors[static_cast<std::size_t>(G.root)];
+      by_key[{x.alloc->mem_id, x.alloc->offset, G.size}].emplace_back(m, G.root);
     }
   // Moves tie groups of one method into one class: state spreads along it.
   const auto classState = [&](std::size_t m) {
     Analysis& a = an[m];
-    std::map<std::int32_t, bool> cls;
-    for (const auto& [root, G] : a.groups) {
-      std::int32_t c = root;
+    const auto rep = [&](std::int32_t c) {
       while (a.klass[static_cast<std::size_t>(c)] != c) c = a.klass[static_cast<std::size_t>(c)];
-      cls[c] = cls[c] || G.state;
-    }
+      return static_cast<std::size_t>(c);
+    };
+    std::vector<char> cls(a.klass.size(), 0);
+    for (const Group& G : a.groups) cls[rep(G.root)] |= G.state;
     bool changed = false;
-    for (auto& [root, G] : a.groups) {
-      std::int32_t c = root;
-      while (a.klass[static_cast<std::size_t>(c)] != c) c = a.klass[static_cast<std::size_t>(c)];
-      if (cls[c] && !G.state && G.size > 0) G.state = changed = true;
-    }
+    for (Group& G : a.groups)
+      if (cls[rep(G.root)] && !G.state && G.size > 0) G.state = changed = true;
     return changed;
   };
   for (std::size_t m = 0; m < an.size(); ++m) classState(m);
@@ -473,9 +490,12 @@ void lifetimes(const RawMethod& m, Analysis& a, const std::string& source, std::
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = kStart - 1;
     bool first_write = true, state = false;
   };
-  std::map<std::int32_t, Class> classes;
-  for (const auto& [root, G] : a.groups) {
-    Class& c = classes[cls(root)];
+  std::vector<Class> classes(a.klass.size());
+  std::vector<std::int32_t> reps;
+  for (const Group& G : a.groups) {
+    const std::int32_t r = cls(G.root);
+    if (classes[static_cast<std::size_t>(r)].last < kStart) reps.push_back(r);
+    Class& c = classes[static_cast<std::size_t>(r)];
     if (G.first < c.first) {
       c.first = G.first;
       c.first_write = G.first_write;
@@ -491,16 +511,28 @@ void lifetimes(const RawMethod& m, Analysis& a, const std::string& source, std::
   std::sort(loops.begin(), loops.end());
   loops.erase(std::unique(loops.begin(), loops.end()), loops.end());
   a.loops = loops.size();
+  // Where some loop runs (merged), to skip lifetimes that meet none.
+  std::vector<std::pair<std::int64_t, std::int64_t>> looped;
+  for (const auto& [d, j] : loops) {
+    if (!looped.empty() && d <= looped.back().second) looped.back().second = std::max(looped.back().second, j);
+    else looped.emplace_back(d, j);
+  }
+  const auto meetsLoops = [&](std::int64_t first, std::int64_t last) {
+    auto it = std::upper_bound(looped.begin(), looped.end(), std::make_pair(last, std::numeric_limits<std::int64_t>::max()));
+    return it != looped.begin() && std::prev(it)->second >= first;
+  };
   std::uint64_t work = 0;
-  for (auto& [rep, c] : classes) {
+  for (std::int32_t r : reps) {
+    Class& c = classes[static_cast<std::size_t>(r)];
     if (c.state) {
       c.first = kStart;
       c.last = end;
       continue;
     }
-    for (bool changed = !loops.empty(); changed;) {
+    for (bool changed = meetsLoops(c.first, c.last); changed;) {
       changed = false;
       for (const auto& [d, j] : loops) {
+        if (d > c.last) break;  // sorted by start: none further meets it
         if (++work > kWorkBudget)
           throw InputError(fmt::format("{}: method {}: {} loops are too many to analyse", source,
                                        index, loops.size()));
@@ -513,9 +545,10 @@ void lifetimes(const RawMethod& m, Analysis& a, const std::string& source, std::
       }
     }
   }
-  for (const auto& [root, G] : a.groups) {
-    const Class& c = classes.at(cls(root));
-    a.lifetime[root] = {c.first, c.last};
+  a.lifetime.assign(a.klass.size(), {0, 0});
+  for (const Group& G : a.groups) {
+    const Class& c = classes[static_cast<std::size_t>(cls(G.root))];
+    a.lifetime[static_cast<std::size_t>(G.root)] = {c.first, c.last};
   }
 }
 
@@ -548,7 +581,7 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
   const std::size_t nm = raw.methods.size();
   std::vector<Analysis> an(nm);
   for (std::size_t m = 0; m < nm; ++m)
-    an[m] = MethodAnalyser(raw.methods[m], out.source, static_cast<std::int64_t>(m)).run();
+    an[m] = MethodAnalyser(raw.methods[m]).run();
   shareState(raw, an);
   for (std::size_t m = 0; m < nm; ++m)
     lifetimes(raw.methods[m], an[m], out.source, static_cast<std::int64_t>(m));
@@ -641,9 +674,10 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
     for (std::int32_t t : m.outputs) addUnique(graph.outputs, base + t);
     // Extensions: the group's tensor is named where its lifetime must reach.
     std::vector<std::vector<TensorId>> keep(static_cast<std::size_t>(end));
-    for (const auto& [root, G] : a.groups) {
+    for (const Group& G : a.groups) {
       if (G.state) continue;  // MutableBuffer: the whole method
-      const auto [first, last] = a.lifetime.at(root);
+      const std::int32_t root = G.root;
+      const auto [first, last] = a.lifetime[static_cast<std::size_t>(root)];
       if (end == 0) continue;
       if (first < G.first) keep[static_cast<std::size_t>(std::max<std::int64_t>(first, 0))].push_back(base + root);
       if (last > G.last) keep[static_cast<std::size_t>(std::min(last, end - 1))].push_back(base + root);
