@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "import/pte_format.h"
 #include "memplan/pte.h"
 #include "pte_builder.h"
 #include "support/test_support.h"
@@ -201,8 +202,8 @@ TEST(Pte, ReplanShrinksAndRoundTrips) {
   // Reading the written file gives memplan's plan.
   EXPECT_EQ(back.methods[0].buffer_sizes, (std::vector<Bytes>{0, 128}));
   for (std::size_t t = 0; t < p.tensors.size(); ++t) {
-    if (p.tensors[t].allocation)
-      EXPECT_EQ(back.tensors[t].allocation->offset, offsetOf(p, plan, 0, p.tensors[t].value));
+    if (!p.tensors[t].allocation) continue;
+    EXPECT_EQ(back.tensors[t].allocation->offset, offsetOf(p, plan, 0, p.tensors[t].value));
   }
   const Plan again = embeddedPlan(back);
   EXPECT_TRUE(verifyPte(back, again, true).ok());
@@ -396,6 +397,30 @@ TEST(Pte, RewrittenFileDiffersOnlyInItsPlan) {
     EXPECT_EQ(out.substr(back.segment_base + back.segments[s].offset, back.segments[s].size),
               bytes.substr(p.segment_base + p.segments[s].offset, p.segments[s].size));
   EXPECT_EQ(embeddedPlan(back).graphs[0].bufsizes, plan.graphs[0].bufsizes);
+}
+
+// The writer compares field hashes (the listing's walk, unformatted): equal
+// when only the plan differs, different when anything else does.
+TEST(Pte, FieldHashSeesEverythingButThePlan) {
+  const Featured f = featuredProgram();
+  const std::string bytes = test::buildPte(f.spec);
+  const PteProgram p = readPte(bytes, "featured.pte");
+  Plan shifted = embeddedPlan(p);
+  for (Allocation& a : shifted.graphs[0].allocations) a.offset += 16;
+  shifted.graphs[0].bufsizes[1] += 16;
+  const std::string out = writePte(p, shifted);
+  EXPECT_NE(out, bytes);
+  EXPECT_EQ(pte::fieldHash(out, "out"), pte::fieldHash(bytes, "in"));
+  // One byte of the constant segment, of a name, of the inline delegate data.
+  for (const std::string& needle : {std::string("constant weights"), std::string("aten::neg"),
+                                    std::string("inline delegate blob")}) {
+    std::string changed = bytes;
+    const std::size_t at = changed.find(needle);
+    ASSERT_NE(at, std::string::npos) << needle;
+    changed[at + 1] = '#';
+    EXPECT_NE(pte::fieldHash(changed, "changed"), pte::fieldHash(bytes, "in")) << needle;
+    EXPECT_NE(describePte(changed, "changed", false), describePte(bytes, "in", false)) << needle;
+  }
 }
 
 // Offsets that were 0 have no field in the file: new tables are appended,

@@ -18,26 +18,30 @@ using namespace pte;
 constexpr Bytes kListingAllowance = Bytes{64} << 20;
 constexpr Bytes kListingPerFileByte = 64;
 
+// Lists the fields as text, or (`text` false) only mixes them into a hash:
+// the same walk, without formatting, for comparing large files quickly.
 class Describer {
  public:
-  Describer(Reader& r, std::string_view bytes, const Layout& layout, bool with_plan)
-      : r_(r), bytes_(bytes), layout_(layout), with_plan_(with_plan),
+  Describer(Reader& r, std::string_view bytes, const Layout& layout, bool with_plan, bool text)
+      : r_(r), bytes_(bytes), layout_(layout), with_plan_(with_plan), text_(text),
         budget_(kListingAllowance + kListingPerFileByte * bytes.size()) {}
 
+  std::uint64_t hash() const { return hash_; }
+
   std::string run() {
-    line("identifier", std::string(kIdentifier));
-    line("extended_header", layout_.header ? "yes" : "no");
+    text("identifier", kIdentifier);
+    text("extended_header", layout_.header ? "yes" : "no");
     if (layout_.header) {
-      line("extended_header.length", std::to_string(layout_.header_length));
+      number("extended_header.length", layout_.header_length);
       if (with_plan_) {
-        line("extended_header.program_size", std::to_string(layout_.program_size));
-        line("extended_header.segment_base_offset", std::to_string(layout_.segment_base));
+        number("extended_header.program_size", layout_.program_size);
+        number("extended_header.segment_base_offset", layout_.segment_base);
       }
-      line("extended_header.segment_data_size", std::to_string(layout_.segment_data_size));
+      number("extended_header.segment_data_size", layout_.segment_data_size);
     }
     const fb::Table* p = r_.root();
     const Where w;
-    line("version", std::to_string(r_.scalar<std::uint32_t>(p, program_f::kVersion, 0, w, "version")));
+    u32(p, program_f::kVersion, "version", w);
     tables(p, program_f::kExecutionPlan, "execution_plan", [&](const fb::Table* t, const Where& tw) { plan(t, tw); });
     tables(p, program_f::kConstantBuffer, "constant_buffer",
            [&](const fb::Table* t, const Where& tw) { blob(t, field(0), "storage", tw); });
@@ -60,6 +64,10 @@ class Describer {
 
  private:
   // ---- output ----
+  void mix(std::uint64_t v) {
+    hash_ = (hash_ ^ v) * 0x9e3779b97f4a7c15ULL;
+    hash_ ^= hash_ >> 29;
+  }
   void line(std::string_view name, std::string_view value) {
     const std::size_t n = path_.size() + name.size() + value.size() + 3;
     if (n > budget_)
@@ -74,21 +82,63 @@ class Describer {
     out_ += value;
     out_ += '\n';
   }
+  // A field: its name (a literal: the pointer identifies it) and value.
+  void number(const char* name, std::uint64_t v) {
+    if (text_) return line(name, std::to_string(v));
+    mix(reinterpret_cast<std::uintptr_t>(name));
+    mix(v);
+  }
+  void signedNumber(const char* name, std::int64_t v) {
+    if (text_) return line(name, std::to_string(v));
+    mix(reinterpret_cast<std::uintptr_t>(name));
+    mix(static_cast<std::uint64_t>(v));
+  }
+  void text(const char* name, std::string_view v) {
+    if (!text_) {
+      mix(reinterpret_cast<std::uintptr_t>(name));
+      mix(hashBytes(reinterpret_cast<const std::uint8_t*>(v.data()), v.size()));
+      return;
+    }
+    line(name, v);
+  }
+  void bytes(const char* name, const std::uint8_t* p, std::size_t n) {
+    const std::uint64_t h = hashBytes(p, n);
+    if (text_) return line(name, fmt::format("{} bytes, fnv1a {:016x}", n, h));
+    mix(reinterpret_cast<std::uintptr_t>(name));
+    mix(n);
+    mix(h);
+  }
   struct Scope {
     Describer& d;
     std::size_t size;
-    Scope(Describer& d_, const std::string& part) : d(d_), size(d_.path_.size()) {
+    Scope(Describer& d_, const char* part, std::int64_t index = -1) : d(d_), size(d_.path_.size()) {
+      if (!d.text_) {
+        d.mix(reinterpret_cast<std::uintptr_t>(part));
+        d.mix(static_cast<std::uint64_t>(index));
+        return;
+      }
       if (!d.path_.empty()) d.path_ += '.';
       d.path_ += part;
+      if (index >= 0) {
+        d.path_ += '[';
+        d.path_ += std::to_string(index);
+        d.path_ += ']';
+      }
     }
-    ~Scope() { d.path_.resize(size); }
+    ~Scope() {
+      if (d.text_) d.path_.resize(size);
+      else d.mix(0x5c09e);  // end of scope
+    }
   };
 
   // ---- fields ----
   template <typename T>
   T scalar(const fb::Table* t, FieldId f, const char* name, const Where& w, bool show = true) {
     const T v = r_.scalar<T>(t, f, T{}, w, name);
-    if (show) line(name, std::to_string(v));
+    if (show) {
+      if constexpr (std::is_signed_v<T>) signedNumber(name, v);
+      else number(name, v);
+    }
     return v;
   }
   std::uint32_t u32(const fb::Table* t, FieldId f, const char* name, const Where& w) { return scalar<std::uint32_t>(t, f, name, w); }
@@ -100,6 +150,7 @@ class Describer {
   void str(const fb::Table* t, FieldId f, const char* name, const Where& w) {
     const fb::String* s = r_.string(t, f, w, name);
     if (!s) return;
+    if (!text_) return text(name, s->string_view());
     std::string v;
     for (char c : s->string_view()) {
       const auto u = static_cast<unsigned char>(c);
@@ -112,21 +163,27 @@ class Describer {
   void list(const fb::Table* t, FieldId f, const char* name, const Where& w) {
     const auto* v = r_.vector<T>(t, f, w, name);
     if (!v) return;
-    std::string text = "[";
-    for (fb::uoffset_t i = 0; i < v->size(); ++i) {
-      if (i) text += ',';
-      if constexpr (std::is_same_v<T, double>)
-        text += fmt::format("{:#x}", std::bit_cast<std::uint64_t>(v->Get(i)));  // exact
-      else
-        text += std::to_string(+v->Get(i));
-      if (text.size() > budget_) line(name, text);  // fails with the budget message
+    if (!text_) {
+      mix(reinterpret_cast<std::uintptr_t>(name));
+      mix(v->size());
+      mix(hashBytes(reinterpret_cast<const std::uint8_t*>(v->Data()), sizeof(T) * v->size()));
+      return;
     }
-    line(name, text + "]");
+    std::string items = "[";
+    for (fb::uoffset_t i = 0; i < v->size(); ++i) {
+      if (i) items += ',';
+      if constexpr (std::is_same_v<T, double>)
+        items += fmt::format("{:#x}", std::bit_cast<std::uint64_t>(v->Get(i)));  // exact
+      else
+        items += std::to_string(+v->Get(i));
+      if (items.size() > budget_) line(name, items);  // fails with the budget message
+    }
+    line(name, items + "]");
   }
   void blob(const fb::Table* t, FieldId f, const char* name, const Where& w) {
     const auto* v = r_.vector<std::uint8_t>(t, f, w, name);
     if (!v) return;
-    line(name, fmt::format("{} bytes, fnv1a {:016x}", v->size(), hashBytes(v->Data(), v->size())));
+    bytes(name, v->Data(), v->size());
   }
   void segmentData(std::uint64_t off, std::uint64_t size) {
     if (size == 0 || layout_.segment_base == 0) return;
@@ -135,14 +192,14 @@ class Describer {
     if (!abs || *abs > bytes_.size())
       throw InputError(fmt::format("{}: segment [{}, +{}) runs past the end of the file", r_.source(), off, size));
     const auto* p = reinterpret_cast<const std::uint8_t*>(bytes_.data() + layout_.segment_base + off);
-    line("data", fmt::format("{} bytes, fnv1a {:016x}", size, hashBytes(p, size)));
+    bytes("data", p, size);
   }
 
   template <typename F>
   void table(const fb::Table* t, FieldId f, const char* name, const F& each) {
     const Where w{name};
     if (const fb::Table* sub = r_.table(t, f, w, name)) {
-      Scope s(*this, name);
+      Scope scope(*this, name);
       each(sub, w);
     }
   }
@@ -151,10 +208,10 @@ class Describer {
     const Where w{name};
     const auto* v = r_.vector<fb::uoffset_t>(t, f, w, name);
     if (!v) return;
-    line(name, fmt::format("{} entries", v->size()));
+    number(name, v->size());
     for (fb::uoffset_t i = 0; i < v->size(); ++i) {
       const Where iw{name, i};
-      Scope s(*this, fmt::format("{}[{}]", name, i));
+      Scope scope(*this, name, i);
       each(r_.tableAt(v, i, iw), iw);
     }
   }
@@ -204,7 +261,7 @@ class Describer {
     });
     if (with_plan_) list<std::int64_t>(p, plan_f::kNonConstBufferSizes, "non_const_buffer_sizes", w);
     else if (const auto* v = r_.vector<std::int64_t>(p, plan_f::kNonConstBufferSizes, w, "non_const_buffer_sizes"))
-      line("non_const_buffer_sizes", fmt::format("{} entries", v->size()));
+      number("non_const_buffer_sizes", v->size());
   }
 
   void value(const fb::Table* ev, const Where& w) {
@@ -216,13 +273,14 @@ class Describer {
     if (type == kNoValue || type > kOptionalTensorList) return;
     const fb::Table* t = r_.table(ev, evalue_f::kVal, w, "val");
     if (!t) return;
-    Scope s(*this, kNames[type]);
+    Scope scope(*this, kNames[type]);
     switch (type) {
       case kInt: scalar<std::int64_t>(t, field(0), "int_val", w); break;
       case kBool: u8(t, field(0), "bool_val", w); break;
       case kDouble: {
         const double d = r_.scalar<double>(t, field(0), 0.0, w, "double_val");
-        line("double_val", fmt::format("{:#x}", std::bit_cast<std::uint64_t>(d)));
+        if (text_) line("double_val", fmt::format("{:#x}", std::bit_cast<std::uint64_t>(d)));
+        else number("double_val", std::bit_cast<std::uint64_t>(d));
         break;
       }
       case kTensor: tensor(t, w); break;
@@ -264,7 +322,7 @@ class Describer {
     if (!a) return;
     static constexpr const char* kNames[] = {"", "kernel_call", "delegate_call", "move_call",
                                              "jump_false_call", "free_call"};
-    Scope s(*this, kNames[type]);
+    Scope scope(*this, kNames[type]);
     switch (type) {
       case kKernelCall:
         i32(a, kCallFirst, "op_index", w);
@@ -292,9 +350,11 @@ class Describer {
   std::string_view bytes_;
   const Layout& layout_;
   bool with_plan_;
+  bool text_;
   Bytes budget_;
   std::string path_;
   std::string out_;
+  std::uint64_t hash_ = 0x6d656d706c616eULL;
 };
 
 }  // namespace
@@ -303,7 +363,18 @@ std::string describePte(std::string_view bytes, const std::string& source_name, 
   const Layout layout = readLayout(bytes, source_name);
   const AlignedBytes aligned(bytes);
   Reader reader(aligned.data(), static_cast<std::size_t>(layout.program_size), source_name);
-  return Describer(reader, bytes, layout, with_plan).run();
+  return Describer(reader, bytes, layout, with_plan, true).run();
 }
+
+namespace pte {
+std::uint64_t fieldHash(std::string_view bytes, const std::string& source_name) {
+  const Layout layout = readLayout(bytes, source_name);
+  const AlignedBytes aligned(bytes);
+  Reader reader(aligned.data(), static_cast<std::size_t>(layout.program_size), source_name);
+  Describer d(reader, bytes, layout, false, false);
+  d.run();
+  return d.hash();
+}
+}  // namespace pte
 
 }  // namespace memplan

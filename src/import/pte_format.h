@@ -229,5 +229,8 @@ class AlignedBytes {
 unsigned scalarTypeBytes(std::int8_t code);
 // FNV-1a, for listing byte blobs.
 std::uint64_t hashBytes(const std::uint8_t* p, std::size_t n);
+// A hash of describePte(bytes, source, false): the same walk and checks,
+// nothing formatted (pte_describe.cpp). Equal listings give equal hashes.
+std::uint64_t fieldHash(std::string_view bytes, const std::string& source_name);
 
 }  // namespace memplan::pte
