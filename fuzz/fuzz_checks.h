@@ -99,7 +99,7 @@ inline std::string checkTflite(std::string_view bytes) {
 
 // Spec lists are planned with their own algorithm and with best_fit.
 inline std::string checkSpecList(std::string_view bytes) {
-  SpecListCase c;
+  SpecList c;
   try {
     c = readSpecListJson(bytes, "fuzz.json");
   } catch (const InputError&) {
@@ -170,6 +170,7 @@ inline std::string checkCsv(std::string_view bytes) {
     s.nbytes = b.size;
     s.first = b.start;
     s.last = b.end - 1;  // half-open -> closed
+    s.alignment = b.alignment;
     s.planned = true;
     plan.specs.specs.push_back(s);
     plan.allocations.push_back({s.id, 1, 0, off, b.size});

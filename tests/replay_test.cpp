@@ -343,6 +343,7 @@ GraphPlan specPlan(const std::vector<std::tuple<Bytes, TimeValue, TimeValue, Off
     s.nbytes = n;
     s.first = first;
     s.last = last;
+    s.alignment = 1;
     s.planned = true;
     gp.specs.specs.push_back(s);
     gp.allocations.push_back({s.id, 1, 0, off, n});

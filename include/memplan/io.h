@@ -17,22 +17,17 @@ namespace memplan {
 Model readGraphJson(std::string_view text, const std::string& source_name);
 std::string writeGraphJson(const Model& model);
 
-// ---- ExecuTorch spec list (conformance cases) ----
-struct SpecListCase {
+// ---- ExecuTorch spec list (the conformance case format) ----
+struct SpecList {
   std::string name;
-  std::string algorithm;             // "greedy", "greedy_no_overlap", "naive"
+  std::string algorithm;             // one of ExecuTorch's: "greedy", "naive", ...
   Bytes alignment = 16;
   Bytes extra_padding = 0;
   std::vector<Bytes> input_mem_buffer_sizes;  // empty = null
   GraphSpecs specs;                  // one spec per entry, lifetimes given
   std::vector<std::int64_t> ids;     // spec index -> id in the file
-  // Expected result, when the file has one.
-  bool has_expected = false;
-  std::vector<Bytes> expected_bufsizes;
-  struct Expected { std::int64_t id; MemId mem_id; std::int32_t mem_obj_id; Offset offset; };
-  std::vector<Expected> expected_allocations;
 };
-SpecListCase readSpecListJson(std::string_view text, const std::string& source_name);
+SpecList readSpecListJson(std::string_view text, const std::string& source_name);
 
 // ---- MiniMalloc CSV: id,lower,upper,size[,alignment][,offset] ----
 struct BufferList {
@@ -50,9 +45,16 @@ struct PlanJsonOptions {
   bool include_timing = true;
 };
 std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options);
-// The options a plan file was made with (to build the skeleton for
-// readPlanJson); throws InputError naming the file and the field.
-PlanOptions readPlanJsonOptions(std::string_view text, const std::string& source_name);
+// What a plan file says about how it was made: its input's file and how
+// it was read, and the request (algorithm, options, padding, search
+// settings). Plans of version 1 record no source nor import options.
+// Throws InputError naming the file and the field.
+struct PlanProvenance {
+  std::optional<SourceInfo> source;
+  ImportOptions import_options;
+  PlanRequest request;
+};
+PlanProvenance readPlanProvenance(std::string_view text, const std::string& source_name);
 // Reads a plan written by writePlanJson back onto `skeleton`: a Plan whose
 // graphs hold the specs computed from the input (and the options the plan
 // was made with) but no allocations. Fills bufsizes, pools and allocations

@@ -1,10 +1,15 @@
 // Plans: the result of planning a model (or a bare spec list / buffer list).
+//
+// Most users call memplan::plan() (memplan/memplan.h), which reads any input
+// kind and fills in the input's defaults; planModel and planSpecs below are
+// the stages it is made of.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "memplan/algorithm.h"
+#include "memplan/import.h"
 #include "memplan/specs.h"
 
 namespace memplan {
@@ -41,19 +46,37 @@ struct GraphPlan {
   const Allocation* find(SpecId s) const;
 };
 
-struct Plan {
-  std::vector<GraphPlan> graphs;     // index = GraphId; [0] is the main graph
-  std::string algorithm;             // as requested ("auto", "greedy", ...)
-  PlanOptions options;
-  double planning_seconds = 0;
-  const GraphPlan& main() const { return graphs.at(0); }
+// What an input was read from (memplan/memplan.h fills it in).
+struct SourceInfo {
+  std::string name;                  // file name as given (empty: built in memory)
+  std::uint64_t size = 0;            // bytes
+  std::string sha256;                // lower-case hex of the file's bytes
+  friend bool operator==(const SourceInfo&, const SourceInfo&) = default;
 };
 
 struct PlanRequest {
-  std::string algorithm = "auto";
-  PlanOptions options;
+  std::string algorithm;               // "" = the input's default ("auto";
+                                       // a spec list: the case's own)
+  PlanOptions options;                 // options.alignment 0 = the input's default
+  std::optional<Bytes> extra_padding;  // unset = the input's default (0; a
+                                       // spec list: the case's)
   AlgorithmParams params;
+};
+
+struct Plan {
+  std::vector<GraphPlan> graphs;     // index = GraphId; [0] is the main graph
+  // How it was made: every option, resolved (so a plan file can be checked
+  // against its input without retyping them).
+  std::string algorithm;             // as requested ("auto", "greedy", ...)
+  PlanOptions options;               // alignment resolved (never 0)
   Bytes extra_padding = 0;
+  double effort = 1.0;
+  double time_limit_seconds = 0;
+  std::uint64_t seed = AlgorithmParams{}.seed;
+  SourceInfo source;                 // the input's file (empty: in memory)
+  ImportOptions import_options;      // how the input was read
+  double planning_seconds = 0;
+  const GraphPlan& main() const { return graphs.at(0); }
 };
 
 // Plans every graph of the model: control-flow bodies first (their arenas
@@ -66,5 +89,9 @@ Plan planModel(const Model& model, const PlanRequest& request);
 // are held at the front of each pool.
 GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
                     const std::vector<Bytes>& reserved);
+
+// Copies the (resolved) request's algorithm, options, padding and search
+// settings into the plan.
+void recordRequest(Plan& plan, const PlanRequest& request);
 
 }  // namespace memplan

@@ -20,7 +20,8 @@ struct PlanOptions {
   bool alloc_graph_input = true;
   bool alloc_graph_output = true;
   bool alloc_mutable_buffers = true;
-  Bytes alignment = 16;              // planning alignment (power of two)
+  Bytes alignment = 0;               // planning alignment; 0 = the input's
+                                     // default (16 for models)
   bool per_device = false;           // partition by device, [0, cpu, dev...]
   std::vector<std::optional<Bytes>> capacities;  // per mem_id, if limited
   std::vector<MemId> spill_order;    // pool overflowing -> next in this list
@@ -36,6 +37,8 @@ struct Spec {
   Device device;
   std::optional<MemId> mem_id;       // preset pool
   std::optional<Offset> offset;      // pinned offset
+  std::optional<Offset> hint;        // preferred offset (algorithms may ignore it)
+  std::vector<Gap> gaps;             // windows of [first, last + 1) holding fewer bytes
   SpecId inplace_base = kNone;       // ExecuTorch inplace_base (ShareWith)
   bool is_input = false, is_output = false, is_mutable = false;
   bool is_constant = false;          // untrainable weight
@@ -57,6 +60,16 @@ struct GraphSpecs {
 // overrides alloc_graph_input for control-flow bodies (true for map/scan).
 GraphSpecs collectSpecs(const Model& model, GraphId graph,
                         const PlanOptions& options);
+
+// The planning alignment `options` ask for: 16 when left at 0.
+inline Bytes planningAlignment(const PlanOptions& options) {
+  return options.alignment ? options.alignment : 16;
+}
+
+// The options graph `g` is planned with when the model is planned with
+// `root`: control-flow bodies plan their inputs only for map/scan (the
+// others' inputs are the parent's tensors) and always plan their outputs.
+PlanOptions graphPlanOptions(const Model& model, GraphId g, const PlanOptions& root);
 
 // Time at which node `n` of a graph runs (inputs.size() + n).
 inline TimeValue nodeTime(const Graph& g, NodeId n) {

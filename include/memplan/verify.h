@@ -33,4 +33,12 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
 // Verifies every graph of a model plan.
 VerifyResult verifyPlan(const Plan& plan, std::size_t max_violations = 16);
 
+// The checks that need no lifetimes: every planned spec allocated once and
+// nothing else, pools that exist, presets and pins honoured, sizes, bounds,
+// the reserved prefix, alignment, bodies fitting their parent's prefix. The
+// replay runs them first, so that verify and replay agree on every plan.
+VerifyResult checkPlanStructure(const Plan& plan, std::size_t max_violations = 16);
+VerifyResult checkGraphStructure(const GraphPlan& plan, const PlanOptions& options,
+                                 std::size_t max_violations = 16);
+
 }  // namespace memplan

@@ -1,17 +1,16 @@
-// Shared pieces of the memplan command line.
+// The memplan command line: a thin shell over the library (memplan/memplan.h).
+// It parses flags, calls the library and prints; it holds no planning logic.
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "memplan/memplan.h"
 
-#include "memplan/import.h"
-#include "memplan/io.h"
-#include "memplan/plan.h"
-#include "memplan/pte.h"
+namespace CLI {
+class App;
+}
 
 namespace memplan::cli {
 
@@ -24,16 +23,18 @@ inline constexpr int kExitBadInput = 2;
 struct InputFlags {
   std::vector<std::string> input_shapes;  // NAME=1x3x224x224
   std::vector<std::string> dims;          // SYMBOL=VALUE
-  bool alias_views = false;
+  bool alias_views = false, no_alias_views = false;
   std::string unknown_size_bytes;         // byte size, "" = unset
-  ImportOptions toImportOptions() const;
+  // The options the flags give, on top of `base` (what a plan file
+  // recorded, for verify and replay): a flag given replaces its field.
+  ImportOptions toImportOptions(const ImportOptions& base = {}) const;
   void addTo(CLI::App& app);
 };
 
 // What a user can say about how to plan.
 struct PlanFlags {
-  std::string algorithm;                  // "" = default (auto; case's for spec lists)
-  std::string alignment;                  // "" = default (16; 1 for CSV)
+  std::string algorithm;                  // "" = the input's default
+  std::string alignment;                  // "" = the input's default
   std::string extra_padding;
   bool no_plan_inputs = false, no_plan_outputs = false, no_plan_mutable = false;
   bool per_device = false;
@@ -41,34 +42,16 @@ struct PlanFlags {
   double time_limit = 0;
   std::vector<std::string> capacities;    // MEM_ID=BYTES
   std::vector<MemId> spill_order;
+  PlanRequest toRequest() const;
   void addTo(CLI::App& app);
 };
 
-// One input file, read by the reader its extension and content call for.
-struct LoadedInput {
-  std::string path;
-  InputKind kind = InputKind::GraphJson;
-  std::optional<Model> model;             // graph JSON, ONNX, TFLite
-  std::optional<SpecListCase> spec_list;  // ExecuTorch spec list
-  std::optional<BufferList> buffers;      // MiniMalloc CSV
-  std::shared_ptr<const PteProgram> pte;  // ExecuTorch program (model = its methods)
-};
-
-LoadedInput loadInput(const std::string& path, const ImportOptions& options);
-
-// Plans any kind of input; `progress` may be empty.
-Plan planInput(const LoadedInput& input, const PlanFlags& flags, bool with_progress);
-
-// The specs a plan file must cover, for `verify` and `replay` (a plan whose
-// graphs hold specs but no allocations).
-Plan skeletonPlan(const LoadedInput& input, const PlanOptions& options);
+// Library errors name request fields ("PlanRequest.options.alignment: ...");
+// the CLI says which flag that was ("--alignment: ...").
+std::string inFlagTerms(const std::string& message);
 
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);
-
-// A MiniMalloc CSV solution (rows with an offset column) as a plan of the
-// CSV buffer list `in`, for `verify` and `replay`.
-Plan planFromCsvSolution(const LoadedInput& in, const std::string& text, const std::string& path);
 
 // "256KiB", "1MiB", "4096" -> bytes; throws InputError naming `what`.
 Bytes parseBytes(const std::string& text, const std::string& what);
@@ -86,13 +69,15 @@ Command addAlgorithmsCommand(CLI::App& app);
 Command addReportCommand(CLI::App& app);
 
 // ExecuTorch programs (cmd_pte.cpp).
-// Per method: the file's arena, the plan's and the lower bound, one line each.
+// Per method and pool: the file's arena, the plan's, the lower bound.
 std::string pteSummary(const PteProgram& program, const Plan& plan);
-// A verifier violation as a line: the method is named for programs.
-std::string violationLine(const LoadedInput& input, const Violation& v);
+// The plan a .pte carries, as a plan of `input`.
+Plan embeddedPlanOf(const Input& input);
+// A verifier violation as a line: a program's names the method already.
+std::string violationLine(const Input& input, const Violation& v);
 // The method named `name`; "" = the only one (an error when there are several).
 GraphId pteMethodIndex(const PteProgram& program, const std::string& name);
-// `plan --write-pte OUT`: writes the program with the plan (atomically).
-void writePteOutput(const LoadedInput& input, const Plan& plan, const std::string& path);
+// `plan --write-pte OUT`: the program with the plan, written atomically.
+void writePteOutput(const Input& input, const Plan& plan, const std::string& path);
 
 }  // namespace memplan::cli

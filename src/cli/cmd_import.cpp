@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
 
 namespace memplan::cli {
@@ -21,7 +23,7 @@ Command addImportCommand(CLI::App& app) {
   sub->add_option("--method", cmd->method, "ExecuTorch .pte: the method to convert (one graph each)");
   cmd->flags.addTo(*sub);
   return {sub, [cmd] {
-            const LoadedInput in = loadInput(cmd->input, cmd->flags.toImportOptions());
+            const Input in = readInput(cmd->input, cmd->flags.toImportOptions());
             if (!in.model)
               throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
                                            cmd->input));

@@ -7,9 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
+#include "memplan/progress.h"
 #include "memplan/report.h"
-#include "memplan/verify.h"
 
 namespace memplan::cli {
 namespace {
@@ -26,63 +28,38 @@ struct PlanCommand {
   std::string html, svg, compare;
   std::string write_pte;
 
-  bool endsWith(const std::string& s, const std::string& suffix) const {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-  }
-
-  // A one-pool plan as a MiniMalloc CSV with an offset column.
-  std::string toCsv(const LoadedInput& in, const Plan& plan) const {
-    const GraphPlan& g = plan.main();
-    if (in.buffers) {
-      std::vector<Offset> offsets(in.buffers->problem.buffers.size(), 0);
-      for (const Allocation& a : g.allocations) offsets.at(a.spec) = a.offset;
-      return writeMiniMallocCsv(*in.buffers, offsets);
-    }
-    std::size_t pools = 0;
-    for (Bytes b : g.bufsizes) pools += b > 0;
-    if (pools > 1)
-      throw InputError(fmt::format("{}: a CSV holds one pool and this plan has {}; write .json instead",
-                                   output, pools));
-    BufferList list;
-    std::vector<Offset> offsets;
-    for (const Allocation& a : g.allocations) {
-      const Spec& s = g.specs.specs[a.spec];
-      Buffer b;
-      b.id = static_cast<BufferId>(list.ids.size());
-      b.start = s.first;
-      b.end = s.last + 1;
-      b.size = a.size;
-      b.nbytes = s.nbytes;
-      list.ids.push_back(s.name);
-      list.problem.buffers.push_back(b);
-      offsets.push_back(a.offset);
-    }
-    return writeMiniMallocCsv(list, offsets);
-  }
-
   int run() {
-    const LoadedInput in = loadInput(input, input_flags.toImportOptions());
+    const Input in = readInput(input, input_flags.toImportOptions());
     if (!write_pte.empty() && !in.pte)
       throw InputError(fmt::format("--write-pte: {} is not an ExecuTorch program (.pte)", input));
-    const Plan plan = planInput(in, plan_flags, !quiet && ::isatty(2));
-    const VerifyResult verdict = in.pte ? verifyPte(*in.pte, plan) : verifyPlan(plan);
-    const Model* model = in.model ? &*in.model : nullptr;
+    const PlanRequest request = plan_flags.toRequest();
+    Plan plan;
+    {
+      // A status line on a terminal for searches that run over ~1 s.
+      std::optional<ProgressLine> progress;
+      PlanRequest watched = request;
+      if (!quiet && ::isatty(2)) {
+        progress.emplace();
+        watched.params.progress = progress->callback();
+      }
+      plan = memplan::plan(in, watched);
+    }
+    const VerifyResult verdict = verify(in, plan);
+    const Model* model = in.modelOrNull();
 
     if (!output.empty()) {
-      PlanJsonOptions json_options;
-      json_options.include_timing = timing;  // off: plan files are byte-identical run to run
-      const std::string data =
-          endsWith(output, ".csv") ? toCsv(in, plan) : writePlanJson(plan, model, json_options);
-      writeFileAtomic(output, data);
+      WritePlanOptions write;
+      write.include_timing = timing;  // off: plan files are byte-identical run to run
+      writePlan(output, plan, in, write);
     }
     if (!html.empty()) {
       HtmlOptions options;
       options.title = std::filesystem::path(input).filename().string();
       std::unique_ptr<Plan> other;
       if (!compare.empty()) {
-        PlanFlags f = plan_flags;
-        f.algorithm = compare;
-        other = std::make_unique<Plan>(planInput(in, f, false));
+        PlanRequest r = request;
+        r.algorithm = compare;
+        other = std::make_unique<Plan>(memplan::plan(in, r));
         options.compare = other.get();
         options.label = plan.algorithm;
         options.compare_label = compare;
@@ -110,8 +87,7 @@ struct PlanCommand {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
-        if (!write_pte.empty())
-          std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
+        if (!write_pte.empty()) std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
         return write_pte.empty() ? kExitOk : kExitVerifyFailed;
       }
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";

@@ -44,7 +44,14 @@ std::string pteSummary(const PteProgram& program, const Plan& plan) {
   return out;
 }
 
-std::string violationLine(const LoadedInput& input, const Violation& v) {
+Plan embeddedPlanOf(const Input& input) {
+  Plan plan = embeddedPlan(*input.pte);
+  plan.source = input.source;
+  plan.import_options = input.import_options;
+  return plan;
+}
+
+std::string violationLine(const Input& input, const Violation& v) {
   if (input.pte) return v.message;  // names the method already
   return fmt::format("graph {}: {}", v.graph, v.message);
 }
@@ -62,7 +69,7 @@ GraphId pteMethodIndex(const PteProgram& program, const std::string& name) {
   throw InputError(fmt::format("--method: {} has no method '{}' (methods: {})", program.source, name, names));
 }
 
-void writePteOutput(const LoadedInput& input, const Plan& plan, const std::string& path) {
+void writePteOutput(const Input& input, const Plan& plan, const std::string& path) {
   writeFileAtomic(path, writePte(*input.pte, plan));
 }
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
 #include "memplan/report.h"
 #include "memplan/verify.h"
@@ -19,19 +21,29 @@ Command addReportCommand(CLI::App& app) {
     bool json = false, exact_bytes = false;
 
     int run() const {
-      const LoadedInput in = loadInput(input, flags.toImportOptions());
+      // A plan file: the input read as the plan says it was, the same bytes.
+      std::string text;
+      ImportOptions recorded;
+      std::optional<SourceInfo> source;
+      if (!plan_path.empty()) {
+        text = readFile(plan_path);
+        if (detectInputKind(plan_path, text) != InputKind::Csv) {
+          const PlanProvenance made = readPlanProvenance(text, plan_path);
+          recorded = made.import_options;
+          source = made.source;
+        }
+      }
+      const Input in = readInput(input, flags.toImportOptions(recorded));
       Plan plan;
       if (!plan_path.empty()) {
-        const std::string text = readFile(plan_path);
-        plan = detectInputKind(plan_path, text) == InputKind::Csv
-                   ? planFromCsvSolution(in, text, plan_path)
-                   : readPlanJson(text, plan_path, skeletonPlan(in, readPlanJsonOptions(text, plan_path)));
+        if (source) checkSameSource(*source, in, plan_path);
+        plan = readPlan(text, plan_path, in);
       } else if (in.pte) {
-        plan = embeddedPlan(*in.pte);
+        plan = embeddedPlanOf(in);
       } else {
         throw InputError(fmt::format("{}: no PLAN given (only an ExecuTorch .pte carries its own plan)", input));
       }
-      const Model* model = in.model ? &*in.model : nullptr;
+      const Model* model = in.modelOrNull();
       if (!html.empty()) {
         HtmlOptions options;
         options.title = std::filesystem::path(input).filename().string();
@@ -47,7 +59,8 @@ Command addReportCommand(CLI::App& app) {
       options.include_timing = false;  // not planned here
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
       if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
-      const VerifyResult verdict = in.pte ? verifyPte(*in.pte, plan, plan_path.empty()) : verifyPlan(plan);
+      const VerifyResult verdict = in.pte && plan_path.empty() ? verifyPte(*in.pte, plan, true)
+                                                               : memplan::verify(in, plan);
       if (!verdict.ok())
         std::cerr << "memplan: warning: this plan does not verify: "
                   << violationLine(in, verdict.violations.front()) << " (`memplan verify` exits 1)\n";

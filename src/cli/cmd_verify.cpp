@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
-#include "memplan/replay.h"
-#include "memplan/verify.h"
 
 namespace memplan::cli {
 namespace {
@@ -14,35 +14,43 @@ namespace {
 struct CheckCommand {
   std::string input, plan_path;
   InputFlags input_flags;
+  bool force = false;
 
   struct Loaded {
-    LoadedInput input;
+    Input input;
     Plan plan;
   };
+  // The input is read as the plan file says it was (shapes, dims, views),
+  // with flags given here replacing those; a plan made from other bytes is
+  // refused unless --force.
   Loaded load() const {
-    Loaded l{loadInput(input, input_flags.toImportOptions()), {}};
     if (plan_path.empty()) {  // only a .pte carries its own plan
+      Loaded l{readInput(input, input_flags.toImportOptions()), {}};
       if (!l.input.pte)
         throw InputError(fmt::format("{}: no PLAN given (only an ExecuTorch .pte carries its own plan)", input));
-      l.plan = embeddedPlan(*l.input.pte);
+      l.plan = embeddedPlanOf(l.input);
       return l;
     }
     const std::string text = readFile(plan_path);
-    if (detectInputKind(plan_path, text) == InputKind::Csv) {
-      l.plan = planFromCsvSolution(l.input, text, plan_path);
-      return l;
+    ImportOptions recorded;
+    std::optional<SourceInfo> source;
+    if (detectInputKind(plan_path, text) != InputKind::Csv) {
+      const PlanProvenance made = readPlanProvenance(text, plan_path);
+      recorded = made.import_options;
+      source = made.source;
     }
-    // The plan file records the options it was made with (alignment,
-    // which inputs/outputs are planned): the specs are rebuilt with them.
-    l.plan = readPlanJson(text, plan_path,
-                          skeletonPlan(l.input, readPlanJsonOptions(text, plan_path)));
+    Loaded l{readInput(input, input_flags.toImportOptions(recorded)), {}};
+    if (source && !force) checkSameSource(*source, l.input, plan_path);
+    l.plan = readPlan(text, plan_path, l.input);
     return l;
   }
 
   int verify() const {
     const Loaded l = load();
-    const VerifyResult r = l.input.pte ? verifyPte(*l.input.pte, l.plan, plan_path.empty())
-                                       : verifyPlan(l.plan);
+    // The file's own plan: its offsets as they are, also where no
+    // instruction names a tensor.
+    const VerifyResult r = l.input.pte && plan_path.empty() ? verifyPte(*l.input.pte, l.plan, true)
+                                                            : memplan::verify(l.input, l.plan);
     printWarnings(r.warnings);
     if (!r.ok()) {
       std::cout << "INVALID: " << violationLine(l.input, r.violations.front()) << "\n";
@@ -54,9 +62,7 @@ struct CheckCommand {
 
   int replay() const {
     const Loaded l = load();
-    const ReplayResult r = l.input.pte     ? replayPte(*l.input.pte, l.plan)
-                           : l.input.model ? replayPlan(*l.input.model, l.plan)
-                                           : replaySpecs(l.plan.main());
+    const ReplayResult r = memplan::replay(l.input, l.plan);
     if (r.ok())
       std::cout << fmt::format("OK: {} writes, {} reads checked over {} steps\n", r.writes, r.reads, r.steps);
     else
@@ -71,6 +77,7 @@ struct CheckCommand {
                     "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
                     "of a CSV buffer list; for a .pte without PLAN, the plan the file carries");
     input_flags.addTo(*sub);
+    sub->add_flag("--force", force, "Check the plan even if it was made from another file");
     return sub;
   }
 };

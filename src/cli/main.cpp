@@ -3,6 +3,8 @@
 #include <iostream>
 #include <new>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/cli.h"
 
 int main(int argc, char** argv) {
@@ -25,10 +27,10 @@ int main(int argc, char** argv) {
     for (const Command& c : commands)
       if (c.app->parsed()) return c.run();
   } catch (const memplan::InputError& e) {
-    std::cerr << "memplan: " << e.what() << "\n";
+    std::cerr << "memplan: " << inFlagTerms(e.what()) << "\n";
     return kExitBadInput;
   } catch (const memplan::PlanError& e) {
-    std::cerr << "memplan: " << e.what() << "\n";
+    std::cerr << "memplan: " << inFlagTerms(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::cerr << "memplan: out of memory\n";

@@ -12,6 +12,7 @@
 
 #include "io/json_text.h"
 #include "memplan/io.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
@@ -20,28 +21,26 @@ using json = nlohmann::json;
 
 // Caps: counts a valid model never reaches; they keep ids in range and the
 // work bounded on hostile input.
-constexpr std::size_t kMaxTensors = std::size_t{1} << 24;
-constexpr std::size_t kMaxGraphs = std::size_t{1} << 20;
-constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
-constexpr std::size_t kMaxRefs = std::size_t{1} << 24;
-constexpr std::size_t kMaxRank = 64;
+using limits::kMaxGraphs;
+using limits::kMaxNodes;
+using limits::kMaxRank;
+using limits::kMaxTensors;
+constexpr std::size_t kMaxRefs = limits::kMaxTensors;  // tensors named by one list
 constexpr std::int64_t kAmbiguous = -2;  // name map entry: name used twice
 
 using jsontext::oneLine;
 using jsontext::typeName;
 
-std::string item(const std::string& base, std::size_t i) {
-  return base + "[" + std::to_string(i) + "]";
-}
+using jsontext::item;
 
-class Reader {
+class Reader : public jsontext::Fields {
  public:
-  Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+  Reader(std::string_view text, const std::string& source) : Fields(source), text_(text) {}
 
   Model read() {
-    const json root = jsontext::parse(text_, source_);
+    const json root = jsontext::parse(text_, source());
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
-    checkKeys(root, "", {"format", "version", "name", "tensors", "graphs"});
+    knownKeys(root, "", {"format", "version", "name", "tensors", "graphs"});
     const json* format = root.contains("format") ? &root["format"] : nullptr;
     if (!format || !format->is_string() || format->get_ref<const std::string&>() != "memplan-graph")
       fail("format", "expected \"memplan-graph\"");
@@ -51,7 +50,7 @@ class Reader {
       fail("version", oneLine(version->dump(), 40) + " is not supported (this memplan reads version 1)");
 
     Model m;
-    m.name = root.contains("name") ? str(root["name"], "name") : source_;
+    m.name = root.contains("name") ? str(root["name"], "name") : source();
     const json& tensors = array(root, "tensors", "tensors", kMaxTensors, true);
     const json& graphs = array(root, "graphs", "graphs", kMaxGraphs, true);
     if (graphs.empty()) fail("graphs", "expected at least the main graph");
@@ -86,29 +85,13 @@ class Reader {
     try {
       validateModel(m);
     } catch (const InputError& e) {
-      throw InputError(source_ + ": " + oneLine(e.what(), 400));
+      throw InputError(source() + ": " + oneLine(e.what(), 400));
     }
     return m;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& at, const std::string& what) const {
-    throw InputError(source_ + ": " + (at.empty() ? "" : at + ": ") + what);
-  }
-
-  void object(const json& v, const std::string& at) const {
-    if (!v.is_object()) fail(at, std::string("expected an object, got ") + typeName(v));
-  }
-
-  void checkKeys(const json& obj, const std::string& at,
-                 std::initializer_list<std::string_view> known) const {
-    for (const auto& [key, value] : obj.items()) {
-      bool ok = false;
-      for (std::string_view k : known) ok |= key == k;
-      if (!ok) fail(at, "unknown field '" + oneLine(key, 60) + "'");
-    }
-  }
-
+  // The array member `key` (an empty one when absent and not required).
   const json& array(const json& obj, const char* key, const std::string& at, std::size_t max,
                     bool required) const {
     static const json kEmpty = json::array();
@@ -116,34 +99,9 @@ class Reader {
       if (required) fail(at, "missing");
       return kEmpty;
     }
-    const json& v = obj[key];
-    if (!v.is_array()) fail(at, std::string("expected an array, got ") + typeName(v));
-    if (v.size() > max)
-      fail(at, std::to_string(v.size()) + " entries, above the limit of " + std::to_string(max));
-    return v;
+    return Fields::array(obj[key], at, max);
   }
-
-  std::string str(const json& v, const std::string& at) const {
-    if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
-    return v.get<std::string>();
-  }
-
-  std::uint64_t unsignedInt(const json& v, const std::string& at, std::uint64_t max) const {
-    if (!v.is_number_unsigned()) {
-      std::string what = "expected a non-negative integer, got ";
-      what += typeName(v);
-      if (v.is_number()) what.append(1, ' ').append(oneLine(v.dump(), 40));
-      fail(at, what);
-    }
-    const auto x = v.get<std::uint64_t>();
-    if (x > max) fail(at, std::to_string(x) + " is above the limit of " + std::to_string(max));
-    return x;
-  }
-
-  bool boolean(const json& v, const std::string& at) const {
-    if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
-    return v.get<bool>();
-  }
+  using Fields::array;
 
   void addName(std::unordered_map<std::string, std::int64_t>& names, std::string name,
                std::int64_t i) {
@@ -209,7 +167,7 @@ class Reader {
 
   void readTensor(const json& v, std::size_t i, Tensor& t) const {
     const std::string at = item("tensors", i);
-    checkKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
+    knownKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
                       "offset", "kind", "alias", "dynamic_unbound", "graph"});
     if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
       fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
@@ -266,7 +224,7 @@ class Reader {
       const json& a = v["alias"];
       const std::string aat = at + ".alias";
       object(a, aat);
-      checkKeys(a, aat, {"kind", "of"});
+      knownKeys(a, aat, {"kind", "of"});
       if (!a.contains("kind")) fail(aat, "missing 'kind'");
       if (!a.contains("of")) fail(aat, "missing 'of'");
       const std::string k = str(a["kind"], aat + ".kind");
@@ -290,7 +248,7 @@ class Reader {
   // Returns whether the graph names its parent explicitly.
   bool readGraph(const json& v, std::size_t gi, Graph& g) const {
     const std::string at = item("graphs", gi);
-    checkKeys(v, at, {"name", "inputs", "outputs", "nodes", "parent", "parent_node"});
+    knownKeys(v, at, {"name", "inputs", "outputs", "nodes", "parent", "parent_node"});
     if (v.contains("name")) g.name = v["name"].get<std::string>();
     g.inputs = tensorList(v, "inputs", at + ".inputs");
     g.outputs = tensorList(v, "outputs", at + ".outputs");
@@ -301,7 +259,7 @@ class Reader {
       const json& nv = nodes[n];
       Node& node = g.nodes[n];
       object(nv, nat);
-      checkKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
+      knownKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
       if (nv.contains("name")) node.name = str(nv["name"], nat + ".name");
       if (nv.contains("op")) node.op = str(nv["op"], nat + ".op");
       if (nv.contains("kind")) {
@@ -353,7 +311,6 @@ class Reader {
   }
 
   std::string_view text_;
-  const std::string& source_;
   std::unordered_map<std::string, std::int64_t> tensor_names_;
   std::unordered_map<std::string, std::int64_t> graph_names_;
   std::size_t num_tensors_ = 0;

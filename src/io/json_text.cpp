@@ -51,6 +51,93 @@ const char* typeName(const nlohmann::json& v) {
   return "an object";
 }
 
+std::string item(std::string_view base, std::size_t i) {
+  return std::string(base) + "[" + std::to_string(i) + "]";
+}
+
+std::string member(std::string_view base, std::string_view key) {
+  return base.empty() ? std::string(key) : std::string(base) + "." + std::string(key);
+}
+
+void Fields::fail(std::string_view at, std::string_view what) const {
+  std::string msg = source_ + ": ";
+  if (!at.empty()) msg.append(at).append(": ");
+  msg.append(what);
+  throw InputError(msg);
+}
+
+const Fields::Json* Fields::find(const Json& obj, std::string_view key) {
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+const Fields::Json* Fields::optional(const Json& obj, std::string_view key) {
+  const Json* v = find(obj, key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+const Fields::Json& Fields::require(const Json& obj, std::string_view at,
+                                    std::string_view key) const {
+  const Json* v = find(obj, key);
+  if (!v) fail(member(at, key), "missing");
+  return *v;
+}
+
+void Fields::knownKeys(const Json& obj, std::string_view at,
+                       std::initializer_list<std::string_view> known) const {
+  for (const auto& [key, value] : obj.items()) {
+    bool ok = false;
+    for (std::string_view k : known) ok |= key == k;
+    if (!ok) fail(at, "unknown field '" + oneLine(key, 60) + "'");
+  }
+}
+
+const Fields::Json& Fields::object(const Json& v, std::string_view at) const {
+  if (!v.is_object()) fail(at, std::string("expected an object, got ") + typeName(v));
+  return v;
+}
+
+const Fields::Json& Fields::array(const Json& v, std::string_view at, std::size_t max) const {
+  if (!v.is_array()) fail(at, std::string("expected an array, got ") + typeName(v));
+  if (v.size() > max)
+    fail(at, std::to_string(v.size()) + " entries, above the limit of " + std::to_string(max));
+  return v;
+}
+
+std::string Fields::str(const Json& v, std::string_view at) const {
+  if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
+  return v.get<std::string>();
+}
+
+bool Fields::boolean(const Json& v, std::string_view at) const {
+  if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
+  return v.get<bool>();
+}
+
+std::uint64_t Fields::unsignedInt(const Json& v, std::string_view at, std::uint64_t max) const {
+  if (!v.is_number_unsigned()) {
+    std::string what = "expected a non-negative integer, got ";
+    what += typeName(v);
+    if (v.is_number()) what.append(1, ' ').append(oneLine(v.dump(), 40));
+    fail(at, what);
+  }
+  const auto x = v.get<std::uint64_t>();
+  if (x > max) fail(at, std::to_string(x) + " is above the limit of " + std::to_string(max));
+  return x;
+}
+
+std::int64_t Fields::signedInt(const Json& v, std::string_view at, std::int64_t min,
+                               std::int64_t max) const {
+  const bool ok = v.is_number_integer() &&
+                  (v.is_number_unsigned()
+                       ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
+                       : v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max);
+  if (!ok)
+    fail(at, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                 "], got " + oneLine(v.dump(), 40));
+  return v.get<std::int64_t>();
+}
+
 nlohmann::json parse(std::string_view text, const std::string& source, std::size_t max_depth) {
   std::size_t stop = 0;
   if (nestingDepth(text, max_depth, stop) > max_depth)

@@ -17,6 +17,7 @@
 
 #include "io/json_text.h"
 #include "memplan/io.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
@@ -24,7 +25,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr std::size_t kMaxPools = std::size_t{1} << 16;
+using limits::kMaxPools;
 
 // ---- ids ----
 
@@ -60,7 +61,36 @@ double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 std::string dump(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
-ojson optionsJson(const PlanOptions& o) {
+ojson sourceJson(const SourceInfo& s) {
+  ojson j;
+  j["name"] = s.name;
+  j["size"] = s.size;
+  j["sha256"] = s.sha256;
+  return j;
+}
+
+ojson importJson(const ImportOptions& o) {
+  ojson j;
+  ojson shapes = ojson::object();
+  for (const auto& [name, shape] : o.input_shapes) shapes[name] = shape;
+  j["input_shapes"] = std::move(shapes);
+  ojson dims = ojson::object();
+  for (const auto& [name, value] : o.dims) dims[name] = value;
+  j["dims"] = std::move(dims);
+  j["alias_views"] = o.alias_views;
+  j["unknown_size_bytes"] = o.unknown_size_bytes;
+  return j;
+}
+
+ojson searchJson(const Plan& p) {
+  ojson j;
+  j["effort"] = p.effort;
+  j["time_limit_seconds"] = p.time_limit_seconds;
+  j["seed"] = p.seed;
+  return j;
+}
+
+ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
   ojson j;
   j["alloc_graph_input"] = o.alloc_graph_input;
   j["alloc_graph_output"] = o.alloc_graph_output;
@@ -71,6 +101,7 @@ ojson optionsJson(const PlanOptions& o) {
   for (const auto& c : o.capacities) caps.push_back(c ? ojson(*c) : ojson(nullptr));
   j["capacities"] = std::move(caps);
   j["spill_order"] = o.spill_order;
+  j["extra_padding"] = extra_padding;
   return j;
 }
 
@@ -107,28 +138,89 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::string& 
 using jsontext::oneLine;
 using jsontext::typeName;
 
-std::string item(const std::string& base, std::size_t i) {
-  return base + "[" + std::to_string(i) + "]";
-}
+using jsontext::item;
 
-class Reader {
+class Reader : public jsontext::Fields {
  public:
-  explicit Reader(const std::string& source) : source_(source) {}
+  explicit Reader(const std::string& source) : Fields(source) {}
 
   json parse(std::string_view text) const {
-    const json root = jsontext::parse(text, source_);
+    const json root = jsontext::parse(text, source());
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
     const json* format = find(root, "format");
     if (!format || !format->is_string() ||
         format->get_ref<const std::string&>() != "memplan-plan")
       fail("format", "expected \"memplan-plan\"");
     const json* version = find(root, "version");
-    if (!version) fail("version", "missing (this memplan reads version 1)");
-    if (!version->is_number_unsigned() || version->get<std::uint64_t>() != 1)
-      fail("version", oneLine(version->dump(), 40) + " is not supported (this memplan reads version 1)");
-    checkKeys(root, "", {"format", "version", "algorithm", "options", "planning_seconds",
-                         "bufsizes", "allocations", "graphs"});
+    if (!version) fail("version", "missing (this memplan reads versions 1 and 2)");
+    if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
+        version->get<std::uint64_t>() > 2)
+      fail("version",
+           oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 and 2)");
+    knownKeys(root, "", {"format", "version", "source", "import_options", "algorithm", "options",
+                         "search", "planning_seconds", "bufsizes", "allocations", "graphs"});
     return root;
+  }
+
+  PlanProvenance provenance(const json& root) const {
+    PlanProvenance p;
+    if (const json* s = find(root, "source")) {
+      object(*s, "source");
+      knownKeys(*s, "source", {"name", "size", "sha256"});
+      SourceInfo src;
+      src.name = str(require(*s, "source", "name"), "source.name");
+      src.size = unsignedInt(require(*s, "source", "size"), "source.size", UINT64_MAX);
+      src.sha256 = str(require(*s, "source", "sha256"), "source.sha256");
+      if (!src.sha256.empty() && (src.sha256.size() != 64 ||
+                                  src.sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+        fail("source.sha256", "expected 64 lower-case hex digits");
+      p.source = std::move(src);
+    }
+    if (const json* v = find(root, "import_options")) {
+      object(*v, "import_options");
+      knownKeys(*v, "import_options", {"input_shapes", "dims", "alias_views", "unknown_size_bytes"});
+      if (const json* shapes = find(*v, "input_shapes")) {
+        object(*shapes, "import_options.input_shapes");
+        for (const auto& [name, dims] : shapes->items()) {
+          const std::string at = "import_options.input_shapes." + oneLine(name, 60);
+          array(dims, at, limits::kMaxRank);
+          std::vector<std::int64_t> shape;
+          for (std::size_t i = 0; i < dims.size(); ++i)
+            shape.push_back(static_cast<std::int64_t>(unsignedInt(dims[i], item(at, i), kMaxBytes)));
+          p.import_options.input_shapes[name] = std::move(shape);
+        }
+      }
+      if (const json* dims = find(*v, "dims")) {
+        object(*dims, "import_options.dims");
+        for (const auto& [name, value] : dims->items())
+          p.import_options.dims[name] = static_cast<std::int64_t>(
+              unsignedInt(value, "import_options.dims." + oneLine(name, 60), kMaxBytes));
+      }
+      if (const json* b = find(*v, "alias_views"))
+        p.import_options.alias_views = boolean(*b, "import_options.alias_views");
+      if (const json* b = find(*v, "unknown_size_bytes"))
+        p.import_options.unknown_size_bytes =
+            unsignedInt(*b, "import_options.unknown_size_bytes", kMaxBytes);
+    }
+    if (const json* a = find(root, "algorithm")) p.request.algorithm = str(*a, "algorithm");
+    p.request.options = options(root);
+    if (const json* v = find(root, "options"); v && find(*v, "extra_padding"))
+      p.request.extra_padding = unsignedInt(*find(*v, "extra_padding"), "options.extra_padding", kMaxBytes);
+    if (const json* s = find(root, "search")) {
+      object(*s, "search");
+      knownKeys(*s, "search", {"effort", "time_limit_seconds", "seed"});
+      const auto number = [&](const char* key) -> std::optional<double> {
+        const json* x = find(*s, key);
+        if (!x) return std::nullopt;
+        if (!x->is_number() || x->get<double>() < 0)
+          fail(std::string("search.") + key, "expected a non-negative number");
+        return x->get<double>();
+      };
+      if (auto e = number("effort")) p.request.params.effort = *e;
+      if (auto t = number("time_limit_seconds")) p.request.params.time_limit_seconds = *t;
+      if (const json* x = find(*s, "seed")) p.request.params.seed = unsignedInt(*x, "search.seed", UINT64_MAX);
+    }
+    return p;
   }
 
   PlanOptions options(const json& root) const {
@@ -136,8 +228,9 @@ class Reader {
     const json* v = find(root, "options");
     if (!v) return o;
     object(*v, "options");
-    checkKeys(*v, "options", {"alloc_graph_input", "alloc_graph_output", "alloc_mutable_buffers",
-                              "alignment", "per_device", "capacities", "spill_order"});
+    knownKeys(*v, "options", {"alloc_graph_input", "alloc_graph_output", "alloc_mutable_buffers",
+                              "alignment", "per_device", "capacities", "spill_order",
+                              "extra_padding"});
     if (const json* b = find(*v, "alloc_graph_input")) o.alloc_graph_input = boolean(*b, "options.alloc_graph_input");
     if (const json* b = find(*v, "alloc_graph_output")) o.alloc_graph_output = boolean(*b, "options.alloc_graph_output");
     if (const json* b = find(*v, "alloc_mutable_buffers"))
@@ -165,20 +258,25 @@ class Reader {
 
   Plan plan(const json& root, Plan skeleton) const {
     const PlanOptions file_options = options(root);
-    const auto same = [&](bool file, bool input, const char* field, const char* flag) {
+    const auto same = [&](bool file, bool input, const char* field) {
       if (file != input)
         fail(std::string("options.") + field,
              std::string("the plan was made with ") + (file ? "true" : "false") +
-                 ", the check with " + (input ? "true" : "false") + " (" + flag + ")");
+                 ", the check with " + (input ? "true" : "false"));
     };
-    same(file_options.alloc_graph_input, skeleton.options.alloc_graph_input, "alloc_graph_input",
-         "--no-plan-inputs");
-    same(file_options.alloc_graph_output, skeleton.options.alloc_graph_output,
-         "alloc_graph_output", "--no-plan-outputs");
+    same(file_options.alloc_graph_input, skeleton.options.alloc_graph_input, "alloc_graph_input");
+    same(file_options.alloc_graph_output, skeleton.options.alloc_graph_output, "alloc_graph_output");
     same(file_options.alloc_mutable_buffers, skeleton.options.alloc_mutable_buffers,
-         "alloc_mutable_buffers", "--no-plan-mutable-buffers");
+         "alloc_mutable_buffers");
+    const PlanProvenance made = provenance(root);
     skeleton.options = file_options;
-    if (const json* a = find(root, "algorithm")) skeleton.algorithm = str(*a, "algorithm");
+    skeleton.algorithm = made.request.algorithm;
+    skeleton.extra_padding = made.request.extra_padding.value_or(0);
+    skeleton.effort = made.request.params.effort;
+    skeleton.time_limit_seconds = made.request.params.time_limit_seconds;
+    skeleton.seed = made.request.params.seed;
+    if (made.source) skeleton.source = *made.source;
+    skeleton.import_options = made.import_options;
     if (const json* t = find(root, "planning_seconds")) {
       if (!t->is_number() || t->get<double>() < 0)
         fail("planning_seconds", "expected a non-negative number");
@@ -186,7 +284,7 @@ class Reader {
     }
     const json* graphs = find(root, "graphs");
     if (!graphs) fail("graphs", "missing");
-    array(*graphs, "graphs", kMaxPools << 4);
+    array(*graphs, "graphs", limits::kMaxGraphs);
     if (graphs->size() != skeleton.graphs.size())
       fail("graphs", "the plan has " + std::to_string(graphs->size()) + " graphs, the input " +
                          std::to_string(skeleton.graphs.size()));
@@ -204,61 +302,8 @@ class Reader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& at, const std::string& what) const {
-    throw InputError(source_ + ": " + (at.empty() ? "" : at + ": ") + what);
-  }
-  static const json* find(const json& obj, const char* key) {
-    const auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-  }
-  void object(const json& v, const std::string& at) const {
-    if (!v.is_object()) fail(at, std::string("expected an object, got ") + typeName(v));
-  }
-  void array(const json& v, const std::string& at, std::size_t max) const {
-    if (!v.is_array()) fail(at, std::string("expected an array, got ") + typeName(v));
-    if (v.size() > max)
-      fail(at, std::to_string(v.size()) + " entries, above the limit of " + std::to_string(max));
-  }
-  void checkKeys(const json& obj, const std::string& at,
-                 std::initializer_list<std::string_view> known) const {
-    for (const auto& [key, value] : obj.items()) {
-      bool ok = false;
-      for (std::string_view k : known) ok |= key == k;
-      if (!ok) fail(at, "unknown field '" + oneLine(key, 60) + "'");
-    }
-  }
-  std::string str(const json& v, const std::string& at) const {
-    if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
-    return v.get<std::string>();
-  }
-  bool boolean(const json& v, const std::string& at) const {
-    if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
-    return v.get<bool>();
-  }
-  std::uint64_t unsignedInt(const json& v, const std::string& at, std::uint64_t max) const {
-    if (!v.is_number_unsigned()) {
-      std::string what = "expected a non-negative integer, got ";
-      what += typeName(v);
-      if (v.is_number()) what.append(1, ' ').append(oneLine(v.dump(), 40));
-      fail(at, what);
-    }
-    const auto x = v.get<std::uint64_t>();
-    if (x > max) fail(at, std::to_string(x) + " is above the limit of " + std::to_string(max));
-    return x;
-  }
-  std::int64_t signedInt(const json& v, const std::string& at, std::int64_t min,
-                         std::int64_t max) const {
-    const bool ok = v.is_number_integer() &&
-                    (v.is_number_unsigned()
-                         ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
-                         : v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max);
-    if (!ok)
-      fail(at, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                   "], got " + oneLine(v.dump(), 40));
-    return v.get<std::int64_t>();
-  }
   MemId memId(const json& v, const std::string& at) const {
-    return static_cast<MemId>(unsignedInt(v, at, kMaxPools));
+    return static_cast<MemId>(unsignedInt(v, at, limits::kMaxMemId));
   }
   Device device(const json& v, const std::string& at) const {
     const std::string s = str(v, at);
@@ -280,8 +325,8 @@ class Reader {
   void readGraph(const json& v, std::size_t gi, GraphPlan& g) const {
     const std::string at = item("graphs", gi);
     object(v, at);
-    checkKeys(v, at, {"graph", "name", "steps", "bufsizes", "pool_devices", "pools", "allocations"});
-    if (const json* id = find(v, "graph"); id && unsignedInt(*id, at + ".graph", kMaxPools << 8) != gi)
+    knownKeys(v, at, {"graph", "name", "steps", "bufsizes", "pool_devices", "pools", "allocations"});
+    if (const json* id = find(v, "graph"); id && unsignedInt(*id, at + ".graph", limits::kMaxGraphs) != gi)
       fail(at + ".graph", "must equal the graph's position " + std::to_string(gi));
     g.graph = static_cast<GraphId>(gi);
 
@@ -326,7 +371,7 @@ class Reader {
         const json& a = (*list)[i];
         const std::string aat = item(lat, i);
         object(a, aat);
-        checkKeys(a, aat, {"id", "spec", "mem_id", "mem_obj_id", "mem_offset", "size", "lifetime"});
+        knownKeys(a, aat, {"id", "spec", "mem_id", "mem_obj_id", "mem_offset", "size", "lifetime"});
         Allocation x;
         const json* id = find(a, "id");
         if (!id) fail(aat, "missing 'id'");
@@ -379,7 +424,7 @@ class Reader {
 
   PoolInfo pool(const json& v, const std::string& at, std::size_t num_pools) const {
     object(v, at);
-    checkKeys(v, at, {"mem_id", "device", "size", "lower_bound", "ratio", "naive_size", "reserved",
+    knownKeys(v, at, {"mem_id", "device", "size", "lower_bound", "ratio", "naive_size", "reserved",
                       "buffers", "algorithm", "proven_optimal", "work"});
     PoolInfo p;
     const json* id = find(v, "mem_id");
@@ -402,15 +447,17 @@ class Reader {
     return p;
   }
 
-  const std::string& source_;
 };
 
 }  // namespace
 
 std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
-  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 1,\n";
+  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 2,\n";
+  out += "  \"source\": " + dump(sourceJson(plan.source)) + ",\n";
+  out += "  \"import_options\": " + dump(importJson(plan.import_options)) + ",\n";
   out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
-  out += "  \"options\": " + dump(optionsJson(plan.options)) + ",\n";
+  out += "  \"options\": " + dump(optionsJson(plan.options, plan.extra_padding)) + ",\n";
+  out += "  \"search\": " + dump(searchJson(plan)) + ",\n";
   if (options.include_timing)
     out += "  \"planning_seconds\": " + dump(ojson(round6(plan.planning_seconds))) + ",\n";
   if (!plan.graphs.empty()) {
@@ -468,9 +515,9 @@ std::string writePlanJson(const Plan& plan, const Model* model) {
   return writePlanJson(plan, model, PlanJsonOptions{});
 }
 
-PlanOptions readPlanJsonOptions(std::string_view text, const std::string& source_name) {
+PlanProvenance readPlanProvenance(std::string_view text, const std::string& source_name) {
   const Reader r(source_name);
-  return r.options(r.parse(text));
+  return r.provenance(r.parse(text));
 }
 
 Plan readPlanJson(std::string_view text, const std::string& source_name, Plan skeleton) {

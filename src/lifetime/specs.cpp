@@ -120,7 +120,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (Spec& spec : result.specs) {
     const Tensor& root = m.tensors[spec.tensor];
     spec.device = root.device;
-    spec.alignment = std::max<Bytes>(options.alignment, 1);
+    spec.alignment = planningAlignment(options);
     spec.nbytes = 0;
     for (TensorId t : spec.members) {
       const Tensor& x = m.tensors[t];
@@ -158,6 +158,19 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     if (spec.inplace_base != kNone && !result.specs[spec.inplace_base].planned)
       spec.inplace_base = kNone;
   return result;
+}
+
+PlanOptions graphPlanOptions(const Model& model, GraphId g, const PlanOptions& root) {
+  PlanOptions o = root;
+  const Graph& graph = model.graphs.at(g);
+  if (graph.parent == kNone) return o;
+  // The node that runs the body decides (the last one, when several share it).
+  NodeKind kind = NodeKind::Call;
+  for (const Node& n : model.graphs.at(graph.parent).nodes)
+    if (std::find(n.subgraphs.begin(), n.subgraphs.end(), g) != n.subgraphs.end()) kind = n.kind;
+  o.alloc_graph_input = kind == NodeKind::Map || kind == NodeKind::Scan;
+  o.alloc_graph_output = true;
+  return o;
 }
 
 }  // namespace memplan

@@ -26,20 +26,18 @@ class ModelPlanner {
   ModelPlanner(const Model& model, const PlanRequest& request, Plan& plan)
       : model_(model), request_(request), plan_(plan) {}
 
-  std::vector<Bytes> planGraph(GraphId g, const PlanOptions& options, int depth) {
+  std::vector<Bytes> planGraph(GraphId g, int depth) {
     if (depth > 64) throw InputError(fmt::format("{}: control flow nested deeper than 64", model_.name));
     const Graph& graph = model_.graphs[g];
     std::vector<Bytes> reserved;
     for (const Node& node : graph.nodes) {
       for (GraphId s : node.subgraphs) {
-        PlanOptions body = options;
-        body.alloc_graph_input = node.kind == NodeKind::Map || node.kind == NodeKind::Scan;
-        body.alloc_graph_output = true;
-        const std::vector<Bytes> sizes = planGraph(s, body, depth + 1);
+        const std::vector<Bytes> sizes = planGraph(s, depth + 1);
         if (reserved.size() < sizes.size()) reserved.resize(sizes.size(), 0);
         for (std::size_t i = 0; i < sizes.size(); ++i) reserved[i] = std::max(reserved[i], sizes[i]);
       }
     }
+    const PlanOptions options = graphPlanOptions(model_, g, request_.options);
     GraphSpecs specs = collectSpecs(model_, g, options);
     PlanRequest request = request_;
     request.options = options;
@@ -123,15 +121,18 @@ class ModelPlanner {
 
 }  // namespace
 
-Plan planModel(const Model& model, const PlanRequest& request) {
+Plan planModel(const Model& model, const PlanRequest& asked) {
   const auto started = std::chrono::steady_clock::now();
   validateModel(model);
+  PlanRequest request = asked;
+  if (request.algorithm.empty()) request.algorithm = "auto";
+  request.options.alignment = planningAlignment(request.options);
+  if (!request.extra_padding) request.extra_padding = 0;
   Plan plan;
-  plan.algorithm = request.algorithm;
-  plan.options = request.options;
+  recordRequest(plan, request);
   plan.graphs.resize(model.graphs.size());
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
-  ModelPlanner(model, request, plan).planGraph(0, request.options, 0);
+  ModelPlanner(model, request, plan).planGraph(0, 0);
   plan.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return plan;

@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "memplan/limits.h"
 #include "memplan/plan.h"
 
 namespace memplan {
@@ -50,7 +51,7 @@ const Allocation* GraphPlan::find(SpecId s) const {
 
 namespace {
 
-constexpr MemId kMaxMemId = 4096;  // bufsizes has one entry per mem_id
+using limits::kMaxMemId;
 
 std::string showBytes(Bytes b) {
   constexpr Bytes kKiB = 1024, kMiB = kKiB * 1024;
@@ -155,6 +156,8 @@ PoolProblem buildProblem(const GraphSpecs& graph, const Prepared& p, MemId m,
     b.nbytes = spec.nbytes;
     b.alignment = std::max<Bytes>(spec.alignment, 1);
     b.fixed_offset = spec.offset;
+    b.hint = spec.hint;
+    b.gaps = spec.gaps;
     index[s] = b.id;
     prob.buffers.push_back(std::move(b));
     specs_out.push_back(s);
@@ -222,7 +225,9 @@ class Planner {
   Bytes reservedOf(MemId m) const {
     return static_cast<std::size_t>(m) < reserved_.size() ? reserved_[m] : 0;
   }
-  Bytes paddingOf() const { return info_.honours_extra_padding ? request_.extra_padding : 0; }
+  Bytes paddingOf() const {
+    return info_.honours_extra_padding ? request_.extra_padding.value_or(0) : 0;
+  }
 
   std::vector<MemId> usedPools() const {
     std::vector<MemId> used;
@@ -402,11 +407,20 @@ Attempt planWithCapacities(const GraphSpecs& graph, const Prepared& p, const Alg
 
 }  // namespace
 
+void recordRequest(Plan& plan, const PlanRequest& request) {
+  plan.algorithm = request.algorithm;
+  plan.options = request.options;
+  plan.extra_padding = request.extra_padding.value_or(0);
+  plan.effort = request.params.effort;
+  plan.time_limit_seconds = request.params.time_limit_seconds;
+  plan.seed = request.params.seed;
+}
+
 GraphPlan planSpecs(GraphSpecs specs, const PlanRequest& request,
                     const std::vector<Bytes>& reserved) {
   const Prepared p = prepare(specs);
 
-  const auto requested = makeAlgorithm(request.algorithm);
+  const auto requested = makeAlgorithm(request.algorithm.empty() ? "auto" : request.algorithm);
   if (!requested) {
     std::string known;
     for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;

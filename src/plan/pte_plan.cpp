@@ -162,7 +162,7 @@ Bytes pteDefaultExtraPadding(const PteProgram& p) {
 }
 
 Plan planPte(const PteProgram& p, const PlanRequest& request) {
-  const AlgorithmInfo* info = findAlgorithmInfo(request.algorithm);
+  const AlgorithmInfo* info = findAlgorithmInfo(request.algorithm.empty() ? "auto" : request.algorithm);
   if (!info) throw InputError(fmt::format("unknown algorithm '{}'", request.algorithm));
   const PlanOptions& o = request.options;
   if (!o.alloc_graph_input || !o.alloc_graph_output || !o.alloc_mutable_buffers)
@@ -173,12 +173,14 @@ Plan planPte(const PteProgram& p, const PlanRequest& request) {
   if (!o.spill_order.empty())
     throw InputError(fmt::format("{}: a .pte keeps its memory ids (--spill-order does not apply)", p.source));
   const auto started = std::chrono::steady_clock::now();
-  const Plan original = embeddedPlan(p, o.alignment);
+  PlanRequest r = request;
+  if (r.algorithm.empty()) r.algorithm = "auto";
+  r.options.alignment = planningAlignment(o);
+  const Plan original = embeddedPlan(p, r.options.alignment);
   Plan plan;
-  plan.algorithm = request.algorithm;
-  plan.options = o;
+  recordRequest(plan, r);
   for (GraphId g = 0; g < static_cast<GraphId>(p.methods.size()); ++g)
-    plan.graphs.push_back(planMethod(p, g, request, *info, original.graphs[static_cast<std::size_t>(g)]));
+    plan.graphs.push_back(planMethod(p, g, r, *info, original.graphs[static_cast<std::size_t>(g)]));
   plan.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return plan;

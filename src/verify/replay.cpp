@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "memplan/verify.h"
+
 namespace memplan {
 namespace {
 
@@ -137,6 +139,14 @@ class ModelReplay {
     if (!prepare()) return std::move(r_);
     active_.assign(m_.graphs.size(), 0);
     runGraph(0);
+    // What needs no running (pools, presets, pins, bounds, the reserved
+    // prefix, alignment) is then checked as the verifier checks it.
+    if (!failed()) {
+      const VerifyResult structure = checkPlanStructure(p_, 1);
+      if (!structure.ok())
+        fail(ReplayIssue::BadPlan, "replay: graph " + std::to_string(structure.violations[0].graph) +
+                                       ": " + structure.violations[0].message);
+    }
     return std::move(r_);
   }
 
@@ -235,7 +245,9 @@ class ModelReplay {
                          s.graph, name, s.need, a.size));
         return false;
       }
-      const auto end = checkedAdd(a.offset, s.need);
+      // A tensor owns its whole allocation, alignment padding included (the
+      // verifier's rule): writes and checks cover all of it.
+      const auto end = checkedAdd(a.offset, a.size);
       const auto mid = static_cast<std::size_t>(std::max(a.mem_id, 0));
       const Bytes own = mid < gp.bufsizes.size() ? gp.bufsizes[mid] : 0;
       const Bytes arena = mid < sizes.size() ? sizes[mid] : 0;
@@ -243,7 +255,7 @@ class ModelReplay {
         fail(ReplayIssue::OutOfArena,
              fmt::format("replay: graph {} tensor '{}' at mem_id {} [{}, +{}) lies outside its "
                          "pool ({} bytes in its graph, {} in the arena)",
-                         s.graph, name, a.mem_id, a.offset, s.need, own, arena));
+                         s.graph, name, a.mem_id, a.offset, a.size, own, arena));
         return false;
       }
       granules[mid] = std::gcd(granules[mid], std::gcd(a.offset, *end));
@@ -274,7 +286,7 @@ class ModelReplay {
     }
     const auto id = static_cast<WriteId>(events_.size());
     events_.push_back(Event{t, g, node, step});
-    shadows_[st.alloc->mem_id].write(st.alloc->offset, st.need, id);
+    shadows_[st.alloc->mem_id].write(st.alloc->offset, st.alloc->size, id);
     st.version = id;
     ++r_.writes;
   }
@@ -291,7 +303,7 @@ class ModelReplay {
     }
     ++r_.reads;
     const WriteId want = st.version;
-    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset, st.need,
+    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset, st.alloc->size,
                                                       [want](WriteId id) { return id == want; });
     if (!bad) return;
     const Event& w = events_[bad->found];
@@ -317,10 +329,42 @@ class ModelReplay {
     for (TensorId o : node.outputs) {
       if (tensor_storage_[o] == s) return true;  // in-place result
       const Tensor& x = m_.tensors[o];
-      if (x.alias == AliasKind::ShareWith && x.alias_of >= 0 && tensor_storage_[x.alias_of] == s)
-        return true;  // out-variant reusing its argument
+      // An out-variant reusing its argument's allocation: where it sits.
+      if (x.alias == AliasKind::ShareWith && x.alias_of >= 0 && tensor_storage_[x.alias_of] == s &&
+          sameAllocation(tensor_storage_[o], s))
+        return true;
     }
     return false;
+  }
+
+  // Tensors from outside `body` that it (or a body inside it) uses: for
+  // the node that runs it they are inputs like its own.
+  void captured(GraphId body, GraphId root, std::vector<TensorId>& out, int depth = 0) const {
+    if (depth > 64 || body < 0 || static_cast<std::size_t>(body) >= m_.graphs.size()) return;
+    const auto outside = [&](TensorId t) {
+      if (t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return false;
+      for (GraphId a = m_.tensors[t].graph, hops = 0;
+           a >= 0 && static_cast<std::size_t>(a) < m_.graphs.size() && hops <= 64;
+           a = m_.graphs[a].parent, ++hops)
+        if (a == root) return false;
+      return true;
+    };
+    const Graph& graph = m_.graphs[body];
+    for (const Node& node : graph.nodes) {
+      for (TensorId t : node.inputs)
+        if (outside(t)) out.push_back(t);
+      for (TensorId t : node.outputs)
+        if (outside(t)) out.push_back(t);
+      for (GraphId s : node.subgraphs) captured(s, root, out, depth + 1);
+    }
+    for (TensorId t : graph.outputs)
+      if (outside(t)) out.push_back(t);
+  }
+
+  bool sameAllocation(std::int64_t a, std::int64_t b) const {
+    if (!planned(a) || !planned(b)) return false;
+    return storages_[a].alloc->mem_id == storages_[b].alloc->mem_id &&
+           storages_[a].alloc->offset == storages_[b].alloc->offset;
   }
 
   void runGraph(GraphId g) {
@@ -335,6 +379,13 @@ class ModelReplay {
           !storages_.empty() && tensor_storage_[t] >= 0 &&
           storages_[tensor_storage_[t]].version == kUnwritten)
         write(tensor_storage_[t], t, g, "", 0);
+    // Every input is in place before the first node runs (the placeholders
+    // come first), used or not.
+    const TimeValue first_node = nodeTime(graph, 0);
+    for (TensorId t : graph.inputs) read(t, g, "", first_node, false);
+    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
+      if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer)
+        read(t, g, "", first_node, false);
 
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()) && !failed(); ++n) {
       const Node& node = graph.nodes[n];
@@ -348,6 +399,12 @@ class ModelReplay {
       for (TensorId t : node.outputs) read(t, g, node.name, step, false);
       for (TensorId t : node.inputs)
         if (!overwrittenByNode(t, node)) read(t, g, node.name, step, false);
+      if (!node.subgraphs.empty()) {
+        std::vector<TensorId> outer;
+        for (GraphId sub : node.subgraphs) captured(sub, sub, outer);
+        for (TensorId t : outer)
+          if (!overwrittenByNode(t, node)) read(t, g, node.name, step, false);
+      }
     }
     const TimeValue end = nodeTime(graph, static_cast<NodeId>(graph.nodes.size()));
     for (TensorId t : graph.outputs) read(t, g, "", end, true);
@@ -377,7 +434,24 @@ ReplayResult replayPlan(const Model& model, const Plan& plan, const ReplayOption
 
 // ---------------------------------------------------------------------------
 // Spec list replay.
+namespace {
+ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options);
+}  // namespace
+
 ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
+  ReplayResult r = replaySpecsRun(plan, options);
+  if (!r.ok()) return r;
+  // What needs no running is checked as the verifier checks it.
+  if (const VerifyResult structure = checkGraphStructure(plan, PlanOptions{}, 1); !structure.ok()) {
+    r.issue = ReplayIssue::BadPlan;
+    r.message = "replay: " + structure.violations[0].message;
+  }
+  return r;
+}
+
+namespace {
+
+ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options) {
   ReplayResult r;
   const std::vector<Spec>& specs = plan.specs.specs;
   std::vector<const Allocation*> alloc(specs.size(), nullptr);
@@ -404,9 +478,9 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
   std::vector<Op> ops;
   for (std::size_t s = 0; s < specs.size(); ++s) {
     const Allocation* a = alloc[s];
-    if (!a || specs[s].nbytes == 0) continue;
+    if (!a || specs[s].nbytes == 0 || a->size == 0) continue;
     const Spec& spec = specs[s];
-    const auto end = checkedAdd(a->offset, spec.nbytes);
+    const auto end = checkedAdd(a->offset, a->size);  // padding included
     const auto mid = static_cast<std::size_t>(std::max(a->mem_id, 0));
     const Bytes pool = mid < plan.bufsizes.size() ? plan.bufsizes[mid] : 0;
     if (a->size < spec.nbytes) {
@@ -418,7 +492,7 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
     if (a->mem_id < 1 || !end || *end > pool) {
       r.issue = ReplayIssue::OutOfArena;
       r.message = fmt::format("replay: spec '{}' at mem_id {} [{}, +{}) lies outside its pool "
-                              "({} bytes)", spec.name, a->mem_id, a->offset, spec.nbytes, pool);
+                              "({} bytes)", spec.name, a->mem_id, a->offset, a->size, pool);
       return r;
     }
     if (spec.first > spec.last) {
@@ -448,7 +522,7 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
   for (const Op& op : ops) {
     if (op.time != last_time) ++r.steps, last_time = op.time;
     const Allocation& a = *alloc[op.spec];
-    const Bytes n = specs[op.spec].nbytes;
+    const Bytes n = a.size;
     const WriteId id = static_cast<WriteId>(op.spec) + 1;
     if (!op.read) {
       shadows[a.mem_id].write(a.offset, n, id);
@@ -456,11 +530,13 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
       continue;
     }
     ++r.reads;
-    // A ShareWith pair may overwrite each other (the verifier's exception).
+    // A ShareWith pair at one offset may overwrite each other (the
+    // verifier's exception).
     const auto accept = [&](WriteId found) {
       if (found == id) return true;
       const SpecId other = specOfId(found);
-      return other != kNone &&
+      return other != kNone && alloc[other] && alloc[other]->mem_id == a.mem_id &&
+             alloc[other]->offset == a.offset &&
              (specs[other].inplace_base == op.spec || specs[op.spec].inplace_base == other);
     };
     if (const auto bad = shadows[a.mem_id].check(a.offset, n, accept)) {
@@ -499,5 +575,7 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
   }
   return r;
 }
+
+}  // namespace
 
 }  // namespace memplan

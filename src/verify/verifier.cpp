@@ -27,8 +27,47 @@ struct Range {
 
 std::string describe(const GraphSpecs& specs, const Range& r) {
   const Spec& s = specs.specs[r.spec];
-  return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", s.name, r.begin, r.end, r.first,
-                     r.last);
+  return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", s.name, r.begin, r.end, s.first,
+                     s.last);
+}
+
+// The ranges a group of ShareWith members at one offset holds: at each step
+// the bytes up to the largest live member's end, so a member that outlives
+// a larger one keeps only its own bytes. O(k log k) for k members.
+void groupRanges(std::vector<Range>& members, std::vector<Range>& out) {
+  if (members.size() == 1) {
+    out.push_back(members[0]);
+    return;
+  }
+  struct Event {
+    TimeValue t;
+    bool start;
+    std::size_t i;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    events.push_back({members[i].first, true, i});
+    events.push_back({members[i].last + 1, false, i});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return std::tie(a.t, a.start, a.i) < std::tie(b.t, b.start, b.i);
+  });
+  std::multiset<std::pair<Offset, SpecId>> ends;  // live members by end
+  TimeValue since = 0;
+  for (std::size_t e = 0; e < events.size();) {
+    const TimeValue t = events[e].t;
+    if (!ends.empty() && since < t) {
+      const auto [end, spec] = *ends.rbegin();
+      out.push_back({members[0].begin, end, since, t - 1, spec});
+    }
+    for (; e < events.size() && events[e].t == t; ++e) {
+      const Range& m = members[events[e].i];
+      if (events[e].start) ends.insert({m.end, m.spec});
+      else ends.erase(ends.find({m.end, m.spec}));
+    }
+    since = t;
+  }
 }
 
 bool executorchPool(const PoolInfo* info) {
@@ -37,10 +76,10 @@ bool executorchPool(const PoolInfo* info) {
   return algo && algo->executorch_exact;
 }
 
-}  // namespace
-
-VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
-                             std::size_t max_violations) {
+// Everything but the sweep needs no lifetimes (`sweep` false: the structure
+// checks that the replay shares).
+VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
+                        std::size_t max_violations, bool sweep) {
   VerifyResult result;
   const GraphSpecs& specs = plan.specs;
   const auto report = [&](std::string message) {
@@ -116,6 +155,7 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
     if (a.size == 0 || a.offset > kMaxBytes || a.size > kMaxBytes) continue;
     pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
   }
+  if (!sweep) return result;
 
   // Merge ShareWith groups placed at one offset (union-find on inplace_base).
   std::vector<SpecId> parent(specs.specs.size());
@@ -138,19 +178,7 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
     for (const Range& r : raw) groups[find(r.spec)].push_back(r);
     std::vector<Range> ranges;
     ranges.reserve(raw.size());
-    for (auto& [root, members] : groups) {
-      std::sort(members.begin(), members.end(),
-                [](const Range& a, const Range& b) { return std::tie(a.first, a.spec) < std::tie(b.first, b.spec); });
-      for (const Range& r : members) {
-        if (!ranges.empty() && find(ranges.back().spec) == root && r.first <= ranges.back().last) {
-          Range& g = ranges.back();
-          g.end = std::max(g.end, r.end);
-          g.last = std::max(g.last, r.last);
-        } else {
-          ranges.push_back(r);
-        }
-      }
-    }
+    for (auto& [root, members] : groups) groupRanges(members, ranges);
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
       return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);
     });
@@ -178,6 +206,15 @@ VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
   return result;
 }
 
+}  // namespace
+
+VerifyResult verifyGraphPlan(const GraphPlan& plan, const PlanOptions& options,
+                             std::size_t max_violations) {
+  return checkGraph(plan, options, max_violations, true);
+}
+
+namespace {
+
 // A control-flow body's arena is the reserved prefix of its parent's pools:
 // each body pool must fit in that prefix.
 void checkBodyFitsParent(const Plan& plan, const GraphPlan& body, VerifyResult& result,
@@ -197,19 +234,33 @@ void checkBodyFitsParent(const Plan& plan, const GraphPlan& body, VerifyResult& 
   }
 }
 
-VerifyResult verifyPlan(const Plan& plan, std::size_t max_violations) {
+VerifyResult checkPlan(const Plan& plan, std::size_t max_violations, bool sweep) {
   VerifyResult total;
   for (const GraphPlan& g : plan.graphs) {
     if (g.bufsizes.empty()) continue;  // graph not reached from the main graph
     checkBodyFitsParent(plan, g, total, max_violations);
-    PlanOptions options = plan.options;
-    VerifyResult r = verifyGraphPlan(g, options, max_violations);
+    VerifyResult r = checkGraph(g, plan.options, max_violations, sweep);
     total.checked_allocations += r.checked_allocations;
     for (auto& w : r.warnings) total.warnings.push_back(std::move(w));
     for (auto& v : r.violations)
       if (total.violations.size() < max_violations) total.violations.push_back(std::move(v));
   }
   return total;
+}
+
+}  // namespace
+
+VerifyResult verifyPlan(const Plan& plan, std::size_t max_violations) {
+  return checkPlan(plan, max_violations, true);
+}
+
+VerifyResult checkPlanStructure(const Plan& plan, std::size_t max_violations) {
+  return checkPlan(plan, max_violations, false);
+}
+
+VerifyResult checkGraphStructure(const GraphPlan& plan, const PlanOptions& options,
+                                 std::size_t max_violations) {
+  return checkGraph(plan, options, max_violations, false);
 }
 
 }  // namespace memplan

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 namespace memplan::test {
 
 std::filesystem::path dataDir() { return std::filesystem::path(MEMPLAN_SOURCE_DIR) / "tests" / "data"; }
@@ -33,6 +35,19 @@ std::filesystem::path tempDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::optional<ExpectedPlan> readExpectedPlan(const std::string& case_json) {
+  const nlohmann::json doc = nlohmann::json::parse(case_json);
+  if (!doc.contains("expected") || doc["expected"].is_null()) return std::nullopt;
+  const nlohmann::json& e = doc["expected"];
+  ExpectedPlan plan;
+  plan.bufsizes = e.at("bufsizes").get<std::vector<std::uint64_t>>();
+  for (const nlohmann::json& a : e.at("allocations"))
+    plan.allocations.push_back({a.at("id").get<std::int64_t>(), a.at("mem_id").get<std::int32_t>(),
+                                a.at("mem_obj_id").get<std::int32_t>(),
+                                a.at("mem_offset").get<std::uint64_t>()});
+  return plan;
 }
 
 CliResult runCli(const std::string& args) {

@@ -1,8 +1,11 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +21,20 @@ bool dataRequired();
 std::string readText(const std::filesystem::path& path);
 // A fresh empty directory for one test's files.
 std::filesystem::path tempDir(const std::string& name);
+
+// The "expected" block of an ExecuTorch conformance case (the plan
+// ExecuTorch's own code produced); nullopt when the case has none.
+struct ExpectedPlan {
+  std::vector<std::uint64_t> bufsizes;
+  struct Allocation {
+    std::int64_t id;
+    std::int32_t mem_id;
+    std::int32_t mem_obj_id;
+    std::uint64_t offset;
+  };
+  std::vector<Allocation> allocations;
+};
+std::optional<ExpectedPlan> readExpectedPlan(const std::string& case_json);
 
 struct CliResult {
   int exit_code = -1;

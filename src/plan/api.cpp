@@ -1,0 +1,293 @@
+// The library entry point (memplan/memplan.h): any input, one request, one
+// plan; and the way back from a plan file to the input's specs.
+#include <algorithm>
+#include <bit>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "io/sha256.h"
+#include "memplan/limits.h"
+#include "memplan/memplan.h"
+
+namespace memplan {
+namespace {
+
+[[noreturn]] void requestError(std::string_view field, const std::string& what) {
+  throw InputError(fmt::format("PlanRequest.{}: {}", field, what));
+}
+
+// A MiniMalloc buffer list as specs: closed lifetimes [lower, upper - 1].
+GraphSpecs specsFromBuffers(const BufferList& list, Bytes alignment) {
+  GraphSpecs specs;
+  TimeValue steps = 0;
+  for (const Buffer& b : list.problem.buffers) {
+    Spec s;
+    s.id = static_cast<SpecId>(specs.specs.size());
+    s.name = list.ids.at(s.id);
+    s.nbytes = b.size;
+    s.alignment = std::max(alignment, b.alignment);
+    s.first = b.start;
+    s.last = b.end - 1;
+    s.offset = b.fixed_offset;
+    s.hint = b.hint;
+    s.gaps = b.gaps;
+    s.planned = true;
+    steps = std::max(steps, b.end);
+    specs.specs.push_back(std::move(s));
+  }
+  specs.steps = steps;
+  return specs;
+}
+
+// The request with the input's defaults filled in, checked field by field.
+PlanRequest resolve(const Input& input, PlanRequest r) {
+  const SpecList* list = input.spec_list ? &*input.spec_list : nullptr;
+  if (r.algorithm.empty()) r.algorithm = list ? list->algorithm : "auto";
+  if (!findAlgorithmInfo(r.algorithm)) {
+    std::string known;
+    for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
+    requestError("algorithm", fmt::format("unknown algorithm '{}' (known: {})", r.algorithm, known));
+  }
+  if (!r.options.alignment) r.options.alignment = list ? list->alignment : input.buffers ? 1 : 16;
+  if (!std::has_single_bit(r.options.alignment) || r.options.alignment > limits::kMaxAlignment)
+    requestError("options.alignment",
+                 fmt::format("{} is not a power of two <= 2^30", r.options.alignment));
+  if (!r.extra_padding && input.pte) r.extra_padding = pteDefaultExtraPadding(*input.pte);
+  if (!r.extra_padding) r.extra_padding = list ? list->extra_padding : 0;
+  if (*r.extra_padding > limits::kMaxSize)
+    requestError("extra_padding", fmt::format("{} is above the limit of 2^62", *r.extra_padding));
+  for (MemId m : r.options.spill_order)
+    if (m < 1 || m > limits::kMaxMemId)
+      requestError("options.spill_order", fmt::format("mem_id {} not in [1, {}]", m, limits::kMaxMemId));
+  if (r.options.capacities.size() > limits::kMaxPools)
+    requestError("options.capacities", fmt::format("{} entries, above the limit of {}",
+                                                   r.options.capacities.size(), limits::kMaxPools));
+  if (!(r.params.effort >= 0))
+    requestError("params.effort", fmt::format("{} is not a non-negative number", r.params.effort));
+  if (!(r.params.time_limit_seconds >= 0))
+    requestError("params.time_limit_seconds",
+                 fmt::format("{} is not a non-negative number", r.params.time_limit_seconds));
+  return r;
+}
+
+// The specs a plan of `input` made with `options` covers, without
+// allocations: what a plan file is read onto.
+Plan skeleton(const Input& input, const PlanOptions& options) {
+  Plan plan;
+  plan.options = options;
+  if (input.model) {
+    const Model& m = *input.model;
+    plan.graphs.resize(m.graphs.size());
+    for (GraphId g = 0; g < static_cast<GraphId>(m.graphs.size()); ++g) {
+      plan.graphs[g].graph = g;
+      plan.graphs[g].parent = m.graphs[g].parent;
+      plan.graphs[g].specs = collectSpecs(m, g, graphPlanOptions(m, g, options));
+    }
+  } else if (input.spec_list) {
+    plan.graphs.resize(1);
+    plan.graphs[0].specs = input.spec_list->specs;
+    for (Spec& s : plan.graphs[0].specs.specs) s.alignment = planningAlignment(options);
+  } else {
+    plan.graphs.resize(1);
+    plan.graphs[0].specs = specsFromBuffers(*input.buffers, options.alignment ? options.alignment : 1);
+  }
+  return plan;
+}
+
+// A MiniMalloc CSV solution (an offset column) of a CSV buffer list.
+Plan planFromCsvSolution(const Input& input, std::string_view text, const std::string& name) {
+  if (!input.buffers)
+    throw InputError(fmt::format("{}: a CSV solution can only be checked against a CSV buffer list", name));
+  const BufferList solution = readMiniMallocCsv(text, name);
+  if (solution.offsets.empty()) throw InputError(fmt::format("{}: no 'offset' column", name));
+  if (solution.ids != input.buffers->ids)
+    throw InputError(fmt::format("{}: rows do not match {} (ids must be the same, in the same order)",
+                                 name, input.source.name));
+  Plan plan;
+  plan.algorithm = "file";
+  plan.options.alignment = 1;
+  plan.source = input.source;
+  plan.graphs.resize(1);
+  GraphPlan& g = plan.graphs[0];
+  g.specs = specsFromBuffers(*input.buffers, 1);
+  Bytes height = 0;
+  for (std::size_t i = 0; i < solution.offsets.size(); ++i) {
+    if (!solution.offsets[i])
+      throw InputError(fmt::format("{}: row for '{}' has no offset", name, solution.ids[i]));
+    const Spec& s = g.specs.specs[i];
+    const Offset offset = *solution.offsets[i];
+    const Bytes size = *alignUp(s.nbytes, s.alignment);  // the reader bounds both
+    g.allocations.push_back({s.id, 1, 0, offset, size});
+    height = std::max(height, *checkedAdd(offset, size));
+  }
+  g.bufsizes = {0, height};
+  g.pool_devices.assign(2, Device{});
+  PoolInfo pool;
+  pool.mem_id = 1;
+  pool.size = height;
+  pool.lower_bound = lowerBound(input.buffers->problem);
+  pool.buffers = g.allocations.size();
+  pool.algorithm = "file";
+  g.pools.push_back(pool);
+  return plan;
+}
+
+// A one-pool plan as MiniMalloc CSV rows with an offset column.
+std::string planCsv(const Plan& plan, const Input& input) {
+  const GraphPlan& g = plan.main();
+  if (input.buffers) {
+    std::vector<Offset> offsets(input.buffers->problem.buffers.size(), 0);
+    for (const Allocation& a : g.allocations) offsets.at(a.spec) = a.offset;
+    return writeMiniMallocCsv(*input.buffers, offsets);
+  }
+  std::size_t pools = 0;
+  for (Bytes b : g.bufsizes) pools += b > 0;
+  if (pools > 1 || plan.graphs.size() > 1)
+    throw InputError(fmt::format("a CSV holds one pool of one graph and this plan has {} pools in {} "
+                                 "graphs; write JSON instead", pools, plan.graphs.size()));
+  BufferList list;
+  std::vector<Offset> offsets;
+  for (const Allocation& a : g.allocations) {
+    const Spec& s = g.specs.specs[a.spec];
+    Buffer b;
+    b.id = static_cast<BufferId>(list.ids.size());
+    b.start = s.first;
+    b.end = s.last + 1;
+    b.size = a.size;
+    b.nbytes = s.nbytes;
+    list.ids.push_back(s.name);
+    list.problem.buffers.push_back(b);
+    offsets.push_back(a.offset);
+  }
+  return writeMiniMallocCsv(list, offsets);
+}
+
+bool isCsvName(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".csv";
+}
+
+}  // namespace
+
+Input Input::fromModel(Model model) {
+  Input in;
+  in.kind = InputKind::GraphJson;
+  in.model = std::move(model);
+  return in;
+}
+
+Input Input::fromSpecList(SpecList list) {
+  Input in;
+  in.kind = InputKind::SpecList;
+  in.spec_list = std::move(list);
+  return in;
+}
+
+Input Input::fromBuffers(BufferList list) {
+  Input in;
+  in.kind = InputKind::Csv;
+  in.buffers = std::move(list);
+  return in;
+}
+
+Input readInput(std::string_view bytes, const std::string& name, const ImportOptions& options) {
+  Input in;
+  in.kind = detectInputKind(name, bytes);
+  switch (in.kind) {
+    case InputKind::GraphJson: in.model = readGraphJson(bytes, name); break;
+    case InputKind::SpecList: in.spec_list = readSpecListJson(bytes, name); break;
+    case InputKind::Csv: in.buffers = readMiniMallocCsv(bytes, name); break;
+    case InputKind::Onnx: in.model = importOnnx(bytes, name, options); break;
+    case InputKind::Tflite: in.model = importTflite(bytes, name, options); break;
+    case InputKind::Pte:  // methods as the model's graphs; memory ids kept
+      in.pte = std::make_shared<const PteProgram>(readPte(std::string(bytes), name));
+      in.model = in.pte->model;
+      break;
+  }
+  in.source.name = name;
+  in.source.size = bytes.size();
+  in.source.sha256 = sha256Hex(bytes);
+  in.import_options = options;
+  return in;
+}
+
+Input readInput(const std::filesystem::path& path, const ImportOptions& options) {
+  return readInput(readFile(path), path.string(), options);
+}
+
+Plan plan(const Input& input, const PlanRequest& asked) {
+  const auto started = std::chrono::steady_clock::now();
+  const PlanRequest r = resolve(input, asked);
+  Plan out;
+  if (input.pte) {
+    out = planPte(*input.pte, r);
+  } else if (input.model) {
+    out = planModel(*input.model, r);
+  } else {
+    GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
+    const std::vector<Bytes> reserved =
+        input.spec_list ? input.spec_list->input_mem_buffer_sizes : std::vector<Bytes>{};
+    recordRequest(out, r);
+    out.graphs.push_back(planSpecs(std::move(specs), r, reserved));
+    GraphPlan& g = out.graphs[0];
+    if (g.pool_devices.size() != g.bufsizes.size()) g.pool_devices.assign(g.bufsizes.size(), Device{});
+  }
+  out.source = input.source;
+  out.import_options = input.import_options;
+  out.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+VerifyResult verify(const Input& input, const Plan& plan) {
+  const std::size_t graphs = input.model ? input.model->graphs.size() : 1;
+  if (plan.graphs.size() != graphs) {
+    VerifyResult r;
+    r.violations.push_back({0, fmt::format("the plan has {} graphs, the input {}",
+                                           plan.graphs.size(), graphs)});
+    return r;
+  }
+  return input.pte ? verifyPte(*input.pte, plan) : verifyPlan(plan);
+}
+
+ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
+  if (input.pte) return replayPte(*input.pte, plan, options);
+  return input.model ? replayPlan(*input.model, plan, options) : replaySpecs(plan.main(), options);
+}
+
+void checkSameSource(const SourceInfo& recorded, const Input& input, const std::string& plan_name) {
+  if (recorded.sha256.empty() || input.source.sha256.empty()) return;  // nothing to compare
+  if (recorded.sha256 != input.source.sha256 || recorded.size != input.source.size)
+    throw InputError(fmt::format(
+        "{}: made from {} ({} bytes, sha256 {}...), not from {} ({} bytes, sha256 {}...)",
+        plan_name, recorded.name, recorded.size, recorded.sha256.substr(0, 12), input.source.name,
+        input.source.size, input.source.sha256.substr(0, 12)));
+}
+
+Plan readPlan(std::string_view text, const std::string& name, const Input& input) {
+  if (detectInputKind(name, text) == InputKind::Csv) return planFromCsvSolution(input, text, name);
+  const PlanProvenance made = readPlanProvenance(text, name);
+  Plan plan = readPlanJson(text, name, skeleton(input, made.request.options));
+  return plan;
+}
+
+Plan readPlan(const std::filesystem::path& path, const Input& input) {
+  return readPlan(readFile(path), path.string(), input);
+}
+
+std::string writePlan(const Plan& plan, const Input& input, const WritePlanOptions& options) {
+  if (options.format == PlanFormat::Csv) return planCsv(plan, input);
+  PlanJsonOptions json;
+  json.include_timing = options.include_timing;
+  return writePlanJson(plan, input.modelOrNull(), json);
+}
+
+void writePlan(const std::filesystem::path& path, const Plan& plan, const Input& input,
+               WritePlanOptions options) {
+  options.format = isCsvName(path) ? PlanFormat::Csv : PlanFormat::Json;
+  writeFileAtomic(path, writePlan(plan, input, options));
+}
+
+}  // namespace memplan
