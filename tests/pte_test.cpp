@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "import/pte_format.h"
+#include "memplan/memplan.h"
 #include "memplan/pte.h"
 #include "pte_builder.h"
 #include "support/test_support.h"
@@ -650,6 +651,32 @@ TEST(Pte, ProgramOptionsThatWouldChangeMemoryIdsAreRefused) {
   plan.graphs[0].allocations[0].mem_id = 2;
   plan.graphs[0].bufsizes.push_back(64);
   EXPECT_THROW(writePte(p, plan), InputError);
+}
+
+// Through the library's entry point: any input, one plan.
+TEST(Pte, LibraryEntryPointTakesPrograms) {
+  const std::string bytes = test::buildPte(chainProgram());
+  const Input in = readInput(bytes, "chain.pte");
+  ASSERT_EQ(in.kind, InputKind::Pte);
+  ASSERT_TRUE(in.pte && in.model);
+  const Plan plan = memplan::plan(in, {});
+  EXPECT_EQ(plan.algorithm, "auto");
+  EXPECT_EQ(plan.graphs[0].bufsizes, (std::vector<Bytes>{0, 128}));
+  EXPECT_TRUE(verify(in, plan).ok());
+  EXPECT_TRUE(replay(in, plan).ok());
+  // A plan file reads back onto the program's specs.
+  const Plan back = readPlan(writePlan(plan, in), "chain.plan.json", in);
+  EXPECT_TRUE(verify(in, back).ok());
+  EXPECT_EQ(writePte(*in.pte, back), writePte(*in.pte, plan));
+  // XNNPACK programs are padded unless the request says otherwise.
+  PteProgramSpec spec = chainProgram();
+  spec.methods[0].delegates.push_back({"XnnpackBackend", 0, 0});
+  spec.delegate_data = {"x"};
+  const Input xnn = readInput(test::buildPte(spec), "xnn.pte");
+  EXPECT_EQ(memplan::plan(xnn, {}).extra_padding, 64u);
+  PlanRequest unpadded;
+  unpadded.extra_padding = 0;
+  EXPECT_EQ(memplan::plan(xnn, unpadded).extra_padding, 0u);
 }
 
 // ---------------------------------------------------------------------------
