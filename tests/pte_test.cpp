@@ -653,6 +653,13 @@ TEST(Pte, ProgramOptionsThatWouldChangeMemoryIdsAreRefused) {
   EXPECT_THROW(writePte(p, plan), InputError);
 }
 
+TEST(Pte, DetectedByExtensionAndIdentifier) {
+  const std::string bytes = realFile("add.pte");
+  EXPECT_EQ(detectInputKind("model.pte", "x"), InputKind::Pte);
+  EXPECT_EQ(detectInputKind("model.bin", bytes), InputKind::Pte);
+  EXPECT_EQ(detectInputKind("model", bytes), InputKind::Pte);
+}
+
 // Through the library's entry point: any input, one plan.
 TEST(Pte, LibraryEntryPointTakesPrograms) {
   const std::string bytes = test::buildPte(chainProgram());

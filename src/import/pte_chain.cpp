@@ -22,15 +22,16 @@
 //  3. Moves: after `move_to = move_from` the destination is the source's
 //     tensor, so every use of either keeps both storages alive: groups
 //     linked by moves share one lifetime.
-//  4. State: a group whose tensors carry initial data or a fully qualified
-//     name (ExecuTorch names mutable buffers), or that is first used without
-//     being written, is updated in place there or named by more than one
-//     instruction (a kernel's scratch space is named once), is not an input,
-//     and has its bytes to itself in the file's plan (ExecuTorch plans
-//     mutable buffers over the whole method), is kept between calls: it
-//     lives the whole method. A group at the same
-//     (memory_id, offset, size) as state in another method is that state,
-//     shared: its offset is kept (pinned) in every method.
+//  4. State: a group is kept between calls (it lives the whole method)
+//     when its tensors carry initial data or a fully qualified name
+//     (ExecuTorch names mutable buffers), or when it is read before it is
+//     written (not only written where it first appears), is updated in place
+//     there or named by more than one instruction (a kernel's scratch space
+//     is named once), is not an input, and has its bytes to itself in the
+//     file's plan (ExecuTorch plans mutable buffers over the whole method).
+//     A group at the same (memory_id, offset, size) as state in another
+//     method is that state, shared: its offset is kept (pinned) in every
+//     method.
 //  5. Loops: a jump to an earlier instruction makes [destination, jump] a
 //     loop; a lifetime that meets it covers all of it, unless the loop
 //     writes the value first and nothing outside the loop uses it (then no
