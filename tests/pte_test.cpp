@@ -755,6 +755,31 @@ TEST(Pte, MutatedProgramsNeverCrash) {
   EXPECT_GT(refused, 100u);
 }
 
+// Each method's specs index the program's whole tensor table: a program of
+// many methods over many tensors is refused before that grows quadratic.
+TEST(Pte, ManyMethodsTimesManyTensorsIsBounded) {
+  PteProgramSpec spec;
+  for (int i = 0; i < 8193; ++i) {
+    PteMethodSpec m;
+    m.name = "m" + std::to_string(i);
+    const std::int32_t x = m.tensor({1}, 1, 0);
+    m.inputs = {x};
+    m.outputs = {x};
+    m.buffer_sizes = std::vector<std::int64_t>{0, 16};
+    spec.methods.push_back(std::move(m));
+  }
+  try {
+    readPte(test::buildPte(spec), "many.pte");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("8193 methods over 8193 tensor values"), std::string::npos) << e.what();
+  }
+  spec.methods.resize(64);  // fine
+  const PteProgram p = readPte(test::buildPte(spec), "some.pte");
+  EXPECT_EQ(p.methods.size(), 64u);
+  EXPECT_TRUE(verifyPte(p, planPte(p, request())).ok());
+}
+
 TEST(Pte, MalformedPlansAreNamed) {
   PteProgramSpec spec = chainProgram(2);
   spec.methods[0].values[1].alloc = std::make_pair(0u, 0ull);  // memory id 0 holds constants

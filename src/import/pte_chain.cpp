@@ -668,10 +668,17 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
 
     Graph graph;
     graph.name = m.name.empty() ? fmt::format("method{}", mi) : m.name;
-    const auto addUnique = [](std::vector<TensorId>& v, TensorId t) {
-      if (std::find(v.begin(), v.end(), t) == v.end()) v.push_back(t);
+    // Each list names a tensor once (stamps: linear, whatever the lists hold).
+    std::vector<std::int64_t> seen(m.tensors.size(), -1);
+    std::int64_t stamp = 0;
+    const auto addUnique = [&](std::vector<TensorId>& v, TensorId t) {
+      std::int64_t& s = seen[static_cast<std::size_t>(t - base)];
+      if (s == stamp) return;
+      s = stamp;
+      v.push_back(t);
     };
     for (std::int32_t t : m.inputs) addUnique(graph.inputs, base + t);
+    ++stamp;
     for (std::int32_t t : m.outputs) addUnique(graph.outputs, base + t);
     // Extensions: the group's tensor is named where its lifetime must reach.
     std::vector<std::vector<TensorId>> keep(static_cast<std::size_t>(end));
@@ -688,9 +695,10 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
       Node node;
       node.name = fmt::format("#{}", i);
       node.op = opName(m, i);
+      ++stamp;
       for (std::size_t r = m.ref_begin[i]; r < m.ref_begin[i + 1]; ++r) {
         const RawRef& ref = m.refs[r];
-        if (ref.other) node.inputs.push_back(base + ref.tensor);
+        if (ref.other) addUnique(node.inputs, base + ref.tensor);
         if (ref.write) node.outputs.push_back(base + ref.tensor);
       }
       for (TensorId t : keep[i]) addUnique(node.inputs, t);

@@ -38,6 +38,9 @@ constexpr std::size_t kMaxRank = 64;
 constexpr Bytes kMemoryAllowance = Bytes{256} << 20;
 constexpr Bytes kMemoryPerFileByte = 16;
 constexpr MemId kMaxMemId = 4096;  // planSpecs' limit on pools
+// Methods are planned over the program's whole tensor table (one table of
+// every method's tensors): methods x tensors is bounded.
+constexpr std::size_t kMaxMethodTensors = std::size_t{1} << 26;
 
 class Importer {
  public:
@@ -442,6 +445,13 @@ PteProgram readPte(std::string bytes, const std::string& source_name) {
     Importer importer(reader, program.bytes.size());
     raw = importer.run(program);
   }
+  // Each method's specs index the program's whole tensor table.
+  std::size_t tensors = 0;
+  for (const RawMethod& m : raw.methods) tensors += m.tensors.size();
+  if (raw.methods.size() > 1 && tensors > kMaxMethodTensors / raw.methods.size())
+    throw InputError(fmt::format("{}: {} methods over {} tensor values exceed the limit of {} "
+                                 "(methods x tensors)",
+                                 source_name, raw.methods.size(), tensors, kMaxMethodTensors));
   buildProgram(raw, program);
   return program;
 }

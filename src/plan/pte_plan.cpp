@@ -30,22 +30,38 @@ std::string methodLabel(const PteProgram& p, GraphId g) {
   return name.empty() ? fmt::format("method {}", g) : fmt::format("method '{}'", name);
 }
 
-// Is the file's placement of pool `m` safe? The original plan restricted to
-// that pool, through the verifier.
-bool poolSafe(const GraphPlan& original, MemId m) {
-  GraphPlan one = original;
-  one.allocations.clear();
-  for (Spec& s : one.specs.specs) {
-    const Allocation* a = original.find(s.id);
-    if (a && a->mem_id == m) one.allocations.push_back(*a);
-    else s.planned = false;
-  }
-  one.pools.erase(std::remove_if(one.pools.begin(), one.pools.end(),
-                                 [m](const PoolInfo& p) { return p.mem_id != m; }),
-                  one.pools.end());
+// Which pools of the file's placement are safe: each pool's specs and
+// allocations, on their own, through the verifier (O(n log n) in all).
+std::set<MemId> safePools(const GraphPlan& original) {
+  std::map<MemId, std::vector<const Allocation*>> by_pool;
+  for (const Allocation& a : original.allocations) by_pool[a.mem_id].push_back(&a);
   PlanOptions options;
   options.alignment = 1;
-  return verifyGraphPlan(one, options, 1).ok();
+  std::set<MemId> safe;
+  for (const auto& [m, list] : by_pool) {
+    GraphPlan one;
+    one.graph = original.graph;
+    one.bufsizes = original.bufsizes;
+    for (const Allocation* a : list) {
+      Spec s = original.specs.specs[static_cast<std::size_t>(a->spec)];
+      s.id = static_cast<SpecId>(one.specs.specs.size());
+      s.inplace_base = kNone;
+      one.allocations.push_back({s.id, a->mem_id, a->mem_obj_id, a->offset, a->size});
+      one.specs.specs.push_back(std::move(s));
+    }
+    for (const PoolInfo& pool : original.pools)
+      if (pool.mem_id == m) one.pools.push_back(pool);
+    if (verifyGraphPlan(one, options, 1).ok()) safe.insert(m);
+  }
+  return safe;
+}
+
+// Tensors of method `g`: stored method by method.
+std::pair<std::size_t, std::size_t> methodTensors(const PteProgram& p, GraphId g) {
+  const auto by = [](const PteTensor& t, GraphId m) { return t.method < m; };
+  const auto lo = std::lower_bound(p.tensors.begin(), p.tensors.end(), g, by);
+  const auto hi = std::lower_bound(lo, p.tensors.end(), g + 1, by);
+  return {static_cast<std::size_t>(lo - p.tensors.begin()), static_cast<std::size_t>(hi - p.tensors.begin())};
 }
 
 GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
@@ -113,12 +129,15 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
 
   // 2. Keep the file's placement where memplan does not do better.
   if (!info.executorch_exact) {
+    const std::set<MemId> safe = safePools(original);
+    std::map<MemId, std::vector<Allocation*>> by_pool;
+    for (Allocation& a : gp.allocations) by_pool[a.mem_id].push_back(&a);
     for (PoolInfo& pool : gp.pools) {
       const auto m = static_cast<std::size_t>(pool.mem_id);
       const Bytes file_size = method.buffer_sizes[m];
-      if (gp.bufsizes[m] < file_size || !poolSafe(original, pool.mem_id)) continue;
-      for (Allocation& a : gp.allocations) {
-        if (a.mem_id != pool.mem_id) continue;
+      if (gp.bufsizes[m] < file_size || !safe.count(pool.mem_id)) continue;
+      for (Allocation* ap : by_pool[pool.mem_id]) {
+        Allocation& a = *ap;
         const Allocation* o = original.find(a.spec);
         a.offset = o->offset;
         a.size = o->size;
@@ -135,9 +154,10 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
   // 3. Sizes of the file's list; tensors no instruction uses.
   for (std::size_t m = 1; m < nbuf; ++m)
     if (!members.count(static_cast<MemId>(m))) gp.bufsizes[m] = method.buffer_sizes[m];
-  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+  const auto [first_tensor, end_tensor] = methodTensors(p, g);
+  for (std::size_t t = first_tensor; t < end_tensor; ++t) {
     const PteTensor& x = p.tensors[t];
-    if (x.method != g || !x.allocation || x.used) continue;
+    if (!x.allocation || x.used) continue;
     const auto m = static_cast<std::size_t>(x.allocation->mem_id);
     if (m >= nbuf) continue;  // reported by verifyPte
     const Bytes n = p.model.tensors[t].nbytes;
