@@ -13,6 +13,7 @@
 #include "memplan/import.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
+#include "memplan/pte.h"
 #include "memplan/replay.h"
 #include "memplan/verify.h"
 
@@ -176,6 +177,58 @@ inline std::string checkCsv(std::string_view bytes) {
   }
   const ReplayResult r = replaySpecs(plan, smallReplay());
   if (!r.ok()) return "replay rejected a plan: " + r.message;
+  return "";
+}
+
+// ExecuTorch programs: the file's own plan is checked (any verdict, no
+// crash); memplan's plan must verify and replay; written back, the program
+// must read back (the writer's own check may refuse a hostile layout).
+inline std::string checkPte(std::string_view bytes) {
+  PteProgram p;
+  try {
+    p = readPte(std::string(bytes), "fuzz.pte");
+  } catch (const InputError&) {
+    return "";
+  }
+  std::size_t nodes = 0;
+  for (const Graph& g : p.model.graphs) nodes += g.nodes.size();
+  if (p.model.tensors.size() > kMaxTensors || nodes > kMaxNodes) return "";
+  const Plan embedded = embeddedPlan(p);
+  (void)verifyPte(p, embedded, true);
+  (void)replayPte(p, embedded, smallReplay());
+  try {  // lists every field: stricter than reading, may refuse what reads
+    (void)describePte(bytes, "fuzz.pte", true);
+  } catch (const InputError&) {
+  }
+  PlanRequest request;
+  request.algorithm = "best_fit";
+  request.params = smallEffort();
+  Plan plan;
+  try {
+    plan = planPte(p, request);
+  } catch (const InputError&) {
+    return "";
+  } catch (const PlanError&) {
+    return "";
+  }
+  const VerifyResult v = verifyPte(p, plan);
+  if (!v.ok()) return "verifier rejected memplan's plan: " + v.violations[0].message;
+  const ReplayResult r = replayPte(p, plan, smallReplay());
+  if (!r.ok()) return "replay rejected memplan's plan: " + r.message;
+  std::string written;
+  try {
+    written = writePte(p, plan);
+  } catch (const InputError&) {
+    return "";
+  } catch (const PlanError&) {
+    return "";
+  }
+  try {
+    const PteProgram back = readPte(written, "rewritten.pte");
+    if (back.methods.size() != p.methods.size()) return "writer: the methods changed";
+  } catch (const InputError& e) {
+    return std::string("writer: the written program does not read: ") + e.what();
+  }
   return "";
 }
 

@@ -14,7 +14,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MEMPLAN_FUZZ_BUILD:-$root/build-fuzz}"
 seconds="${MEMPLAN_FUZZ_SECONDS:-60}"
 jobs="${MEMPLAN_FUZZ_JOBS:-2}"
-targets="${MEMPLAN_FUZZ_TARGETS:-graph_json_fuzz spec_list_fuzz csv_fuzz onnx_fuzz tflite_fuzz}"
+targets="${MEMPLAN_FUZZ_TARGETS:-graph_json_fuzz spec_list_fuzz csv_fuzz onnx_fuzz tflite_fuzz pte_fuzz}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMEMPLAN_FUZZ=ON -DMEMPLAN_TESTS=OFF -DMEMPLAN_BENCH=OFF >/dev/null || exit 2

@@ -547,7 +547,7 @@ TEST(Detect, ByExtensionAndContent) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "notes.txt: unknown input format (expected memplan graph JSON, an ExecuTorch "
-              "spec list JSON, MiniMalloc CSV, ONNX or TFLite)");
+              "spec list JSON, MiniMalloc CSV, ONNX, TFLite or an ExecuTorch program)");
   }
   try {
     detect("empty.onnx", "");

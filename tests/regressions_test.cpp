@@ -22,7 +22,7 @@ const std::map<std::string, std::function<std::string(std::string_view)>>& check
   static const std::map<std::string, std::function<std::string(std::string_view)>> kChecks = {
       {"graph_json_fuzz", fuzz::checkGraphJson}, {"spec_list_fuzz", fuzz::checkSpecList},
       {"csv_fuzz", fuzz::checkCsv},             {"onnx_fuzz", fuzz::checkOnnx},
-      {"tflite_fuzz", fuzz::checkTflite},
+      {"tflite_fuzz", fuzz::checkTflite},       {"pte_fuzz", fuzz::checkPte},
   };
   return kChecks;
 }

@@ -43,9 +43,11 @@ struct TfliteTensorIndex {
 };
 TfliteTensorIndex tfliteTensorIndex(std::string_view bytes, const std::string& source_name);
 
+// ExecuTorch programs (.pte): see memplan/pte.h (readPte).
+
 // Picks the reader by extension and content (graph JSON, ExecuTorch spec
-// list JSON, MiniMalloc CSV, ONNX, TFLite).
-enum class InputKind { GraphJson, SpecList, Csv, Onnx, Tflite };
+// list JSON, MiniMalloc CSV, ONNX, TFLite, ExecuTorch program).
+enum class InputKind { GraphJson, SpecList, Csv, Onnx, Tflite, Pte };
 InputKind detectInputKind(const std::string& path, std::string_view bytes);
 
 }  // namespace memplan

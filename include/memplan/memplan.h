@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,13 +26,16 @@
 #include "memplan/import.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
+#include "memplan/pte.h"
 #include "memplan/replay.h"
 #include "memplan/verify.h"
 
 namespace memplan {
 
 // One input of any kind: a model (graph JSON, ONNX, TFLite), an ExecuTorch
-// spec list, or a MiniMalloc buffer list. Exactly one of the three is set.
+// spec list, or a MiniMalloc buffer list. Exactly one of the three is set
+// (an ExecuTorch program also sets `pte`; `model` is then its methods, one
+// graph each: plan, verify and replay go through memplan/pte.h).
 struct Input {
   InputKind kind = InputKind::GraphJson;
   SourceInfo source;
@@ -39,6 +43,7 @@ struct Input {
   std::optional<Model> model;
   std::optional<SpecList> spec_list;
   std::optional<BufferList> buffers;
+  std::shared_ptr<const PteProgram> pte;  // ExecuTorch program (.pte)
 
   static Input fromModel(Model model);
   static Input fromSpecList(SpecList list);

@@ -77,7 +77,7 @@ struct RuntimeFlags {
 void writeRuntimeExports(const RuntimeFlags& flags, const Input& in, const Plan& plan);
 // One line: TFLite Micro's own arena for a .tflite input beside this plan's.
 void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes);
-// The plan a model carries (pinned tensors, a TFLite Micro offline plan),
+// The plan a model carries (a .pte's, pinned tensors, a TFLite Micro offline plan),
 // conflicts across its graphs, and one line on TFLite Micro's arena with it.
 Plan embeddedPlan(const Input& in, bool allow_pinned_overlap);
 std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap);
@@ -103,5 +103,18 @@ Command addVerifyCommand(CLI::App& app);
 Command addReplayCommand(CLI::App& app);
 Command addImportCommand(CLI::App& app);
 Command addAlgorithmsCommand(CLI::App& app);
+Command addReportCommand(CLI::App& app);
+
+// ExecuTorch programs (cmd_pte.cpp).
+// Per method and pool: the file's arena, the plan's, the lower bound.
+std::string pteSummary(const PteProgram& program, const Plan& plan);
+// The plan a .pte carries, as a plan of `input`.
+Plan embeddedPlanOf(const Input& input);
+// A verifier violation as a line: a program's names the method already.
+std::string violationLine(const Input& input, const Violation& v);
+// The method named `name`; "" = the only one (an error when there are several).
+GraphId pteMethodIndex(const PteProgram& program, const std::string& name);
+// `plan --write-pte OUT`: the program with the plan, written atomically.
+void writePteOutput(const Input& input, const Plan& plan, const std::string& path);
 
 }  // namespace memplan::cli

@@ -13,13 +13,14 @@ namespace memplan::cli {
 
 Command addImportCommand(CLI::App& app) {
   struct ImportCommand {
-    std::string input, output;
+    std::string input, output, method;
     InputFlags flags;
   };
   auto cmd = std::make_shared<ImportCommand>();
   CLI::App* sub = app.add_subcommand("import", "Convert a model to memplan graph JSON");
   sub->add_option("MODEL", cmd->input, "Model file (.onnx, .tflite, graph .json)")->required();
   sub->add_option("-o,--output", cmd->output, "Graph JSON to write (default: stdout)");
+  sub->add_option("--method", cmd->method, "ExecuTorch .pte: the method to convert (one graph each)");
   cmd->flags.addTo(*sub);
   return {sub, [cmd] {
             if (!cmd->output.empty()) checkOutputExtension(cmd->output, {".json"}, "-o");
@@ -28,7 +29,9 @@ Command addImportCommand(CLI::App& app) {
             if (!in.model)
               throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
                                            cmd->input));
-            const std::string json = writeGraphJson(*in.model);
+            const std::string json =
+                in.pte ? writeGraphJson(methodModel(*in.pte, pteMethodIndex(*in.pte, cmd->method)))
+                       : writeGraphJson(*in.model);
             if (cmd->output.empty())
               std::cout << json;
             else

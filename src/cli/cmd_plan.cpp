@@ -28,6 +28,7 @@ struct PlanCommand {
   bool timing = false;
   std::string html, svg, compare;
   RuntimeFlags runtime;
+  std::string write_pte;
 
   int run() {
     // Contradictions first, before any work.
@@ -41,6 +42,8 @@ struct PlanCommand {
     }
     const PlanRequest request = plan_flags.toRequest();
     const Input in = input_flags.read(input);
+    if (!write_pte.empty() && !in.pte)
+      throw InputError(fmt::format("--write-pte: {} is not an ExecuTorch program (.pte)", input));
     printEachWarning(inputWarnings(in));
     Plan plan;
     {
@@ -86,6 +89,7 @@ struct PlanCommand {
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
       if (!json) printTflmComparison(in, plan, exact_bytes);
+      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -97,11 +101,13 @@ struct PlanCommand {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
-        return kExitOk;
+        if (!write_pte.empty()) std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
+        return write_pte.empty() ? kExitOk : kExitVerifyFailed;
       }
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
       return kExitVerifyFailed;
     }
+    if (!write_pte.empty()) writePteOutput(in, plan, write_pte);
     return kExitOk;
   }
 };
@@ -112,8 +118,8 @@ Command addPlanCommand(CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
   CLI::App* sub = app.add_subcommand("plan", "Plan a model, spec list or buffer list and print a report");
   sub->add_option("INPUT", cmd->input,
-                  "Model (.onnx, .tflite), memplan graph (.json), ExecuTorch spec list (.json) "
-                  "or MiniMalloc buffer list (.csv)")
+                  "Model (.onnx, .tflite), ExecuTorch program (.pte), memplan graph (.json), "
+                  "ExecuTorch spec list (.json) or MiniMalloc buffer list (.csv)")
       ->required();
   sub->add_option("-o,--output", cmd->output, "Write the plan: OUT.json (plan JSON) or OUT.csv (MiniMalloc CSV, one pool)");
   cmd->plan_flags.addTo(*sub);
@@ -127,6 +133,9 @@ Command addPlanCommand(CLI::App& app) {
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
   sub->add_option("--compare", cmd->compare, "Show a second algorithm's plan beside this one in --html");
   cmd->runtime.addTo(*sub);
+  sub->add_option("--write-pte", cmd->write_pte,
+                  "ExecuTorch .pte: write the program with this plan (memory ids, constants, "
+                  "segments and delegates kept)");
   return {sub, [cmd] { return cmd->run(); }};
 }
 

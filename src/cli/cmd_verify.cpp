@@ -26,7 +26,7 @@ struct CheckCommand {
   // with flags given here replacing those; a plan made from other bytes is
   // refused unless --force.
   Loaded load() const {
-    if (plan_path.empty()) {  // the model carries its plan
+    if (plan_path.empty()) {  // the model carries its plan (.pte, .tflite offline plan)
       Loaded l{readInput(input, input_flags.toImportOptions()), {}};
       l.plan = embeddedPlan(l.input, allow_pinned_overlap);
       return l;
@@ -51,14 +51,16 @@ struct CheckCommand {
 
   int verify() const {
     const Loaded l = load();
-    VerifyResult r = memplan::verify(l.input, l.plan);
+    // A .pte's own plan: its offsets as they are, also where no instruction
+    // names a tensor.
+    VerifyResult r = l.input.pte && plan_path.empty() ? verifyPte(*l.input.pte, l.plan, true)
+                                                      : memplan::verify(l.input, l.plan);
     if (plan_path.empty())
       for (std::string& c : embeddedPlanConflicts(l.input, allow_pinned_overlap))
         r.violations.push_back({0, std::move(c)});
     printWarnings(r.warnings);
     if (!r.ok()) {
-      std::cout << fmt::format("INVALID: graph {}: {}\n", r.violations.front().graph,
-                               r.violations.front().message);
+      std::cout << "INVALID: " << violationLine(l.input, r.violations.front()) << "\n";
       return kExitVerifyFailed;
     }
     std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
@@ -82,8 +84,8 @@ struct CheckCommand {
     sub->add_option("INPUT", input, "The input the plan was made for")->required();
     sub->add_option("PLAN", plan_path,
                     "Plan JSON written by `memplan plan -o`, or a CSV solution (offset column) "
-                    "of a CSV buffer list; omitted: the plan the model carries (a .tflite with a "
-                    "TFLite Micro offline plan)");
+                    "of a CSV buffer list; omitted: the plan the model carries (a .pte, or a "
+                    ".tflite with a TFLite Micro offline plan)");
     input_flags.addTo(*sub);
     sub->add_flag("--allow-pinned-overlap", allow_pinned_overlap,
                   "Accept pinned tensors that share bytes while alive");

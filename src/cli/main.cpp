@@ -1,4 +1,4 @@
-// memplan command line: plan, verify, replay, import, algorithms.
+// memplan command line: plan, verify, replay, import, algorithms, report.
 #include <algorithm>
 #include <cctype>
 #include <exception>
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "memplan 0.1.0");
   const std::vector<Command> commands = {addPlanCommand(app), addVerifyCommand(app),
                                          addReplayCommand(app), addImportCommand(app),
-                                         addAlgorithmsCommand(app)};
+                                         addAlgorithmsCommand(app), addReportCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -74,12 +74,13 @@ void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes) {
 }
 
 Plan embeddedPlan(const Input& in, bool allow_pinned_overlap) {
+  if (in.pte) return embeddedPlanOf(in);
   bool pinned = false;
   if (in.model)
     for (const Tensor& t : in.model->tensors) pinned |= t.offset.has_value();
   if (!pinned)
     throw InputError(fmt::format("{}: carries no plan of its own (no pinned tensor, no TFLite Micro "
-                                 "offline plan); give a PLAN file",
+                                 "offline plan, not an ExecuTorch program); give a PLAN file",
                                  in.source.name));
   PlanOptions options;
   options.alignment = 1;  // pins are checked as they are: exact bytes

@@ -1,6 +1,6 @@
 // Input format detection: the extension decides when it is known; otherwise
-// the content does (TFLite file identifier, JSON object, CSV header, ONNX
-// protobuf structure). JSON is a spec list when its top-level object has a
+// the content does (TFLite or ExecuTorch file identifier, JSON object, CSV
+// header, ONNX protobuf structure). JSON is a spec list when its top-level object has a
 // "specs" key and does not declare "format": "memplan-graph".
 #include <algorithm>
 #include <cctype>
@@ -121,15 +121,17 @@ InputKind detectInputKind(const std::string& path, std::string_view bytes) {
   if (ext == ".csv") return InputKind::Csv;
   if (ext == ".onnx") return InputKind::Onnx;
   if (ext == ".tflite") return InputKind::Tflite;
+  if (ext == ".pte") return InputKind::Pte;
 
   if (bytes.size() >= 8 && bytes.substr(4, 4) == "TFL3") return InputKind::Tflite;
+  if (bytes.size() >= 8 && bytes.substr(4, 4) == "ET12") return InputKind::Pte;
   const std::string_view text = skipBomAndSpace(bytes);
   if (!text.empty() && text.front() == '{') return jsonKind(text);
   if (looksLikeCsv(text)) return InputKind::Csv;
   if (looksLikeOnnx(bytes)) return InputKind::Onnx;
   throw InputError(path +
                    ": unknown input format (expected memplan graph JSON, an ExecuTorch spec "
-                   "list JSON, MiniMalloc CSV, ONNX or TFLite)");
+                   "list JSON, MiniMalloc CSV, ONNX, TFLite or an ExecuTorch program)");
 }
 
 }  // namespace memplan

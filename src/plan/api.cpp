@@ -75,6 +75,7 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
   if (r.options.alignment > limits::kMaxAlignment)
     requestError("options.alignment",
                  fmt::format("{} is above the limit of 2^30", r.options.alignment));
+  if (!r.extra_padding && input.pte) r.extra_padding = pteDefaultExtraPadding(*input.pte);
   if (!r.extra_padding) r.extra_padding = list ? list->extra_padding : 0;
   if (list && list->per_device) r.options.per_device = true;
   if (*r.extra_padding > limits::kMaxSize)
@@ -242,6 +243,10 @@ Input readInput(std::string_view bytes, const std::string& name, const ImportOpt
     case InputKind::Csv: in.buffers = readMiniMallocCsv(bytes, name); break;
     case InputKind::Onnx: in.model = importOnnx(bytes, name, options); break;
     case InputKind::Tflite: in.model = importTflite(bytes, name, options); break;
+    case InputKind::Pte:  // methods as the model's graphs; memory ids kept
+      in.pte = std::make_shared<const PteProgram>(readPte(std::string(bytes), name));
+      in.model = in.pte->model;
+      break;
   }
   in.source.name = name;
   in.source.size = bytes.size();
@@ -258,7 +263,9 @@ Plan plan(const Input& input, const PlanRequest& asked) {
   const auto started = std::chrono::steady_clock::now();
   const PlanRequest r = resolve(input, asked);
   Plan out;
-  if (input.model) {
+  if (input.pte) {
+    out = planPte(*input.pte, r);
+  } else if (input.model) {
     out = planModelWithPins(*input.model, r);  // pins checked; overlaps when allowed
   } else {
     GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
@@ -284,10 +291,11 @@ VerifyResult verify(const Input& input, const Plan& plan) {
                                            plan.graphs.size(), graphs)});
     return r;
   }
-  return verifyPlan(plan);
+  return input.pte ? verifyPte(*input.pte, plan) : verifyPlan(plan);
 }
 
 ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
+  if (input.pte) return replayPte(*input.pte, plan, options);
   return input.model ? replayPlan(*input.model, plan, options)
                      : replaySpecs(plan.main(), plan.options, options);
 }

@@ -1,0 +1,82 @@
+// `memplan report INPUT [PLAN]`: the report `plan` prints, for a plan that
+// exists already: a plan file, or the plan an ExecuTorch .pte carries.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli.h"
+#include "memplan/report.h"
+#include "memplan/verify.h"
+
+namespace memplan::cli {
+
+Command addReportCommand(CLI::App& app) {
+  struct ReportCommand {
+    std::string input, plan_path, html, svg;
+    InputFlags flags;
+    bool json = false, exact_bytes = false;
+
+    int run() const {
+      // A plan file: the input read as the plan says it was, the same bytes.
+      std::string text;
+      ImportOptions recorded;
+      std::optional<SourceInfo> source;
+      if (!plan_path.empty()) {
+        text = readFile(plan_path);
+        if (detectInputKind(plan_path, text) != InputKind::Csv) {
+          const PlanProvenance made = readPlanProvenance(text, plan_path);
+          recorded = made.import_options;
+          source = made.source;
+        }
+      }
+      const Input in = readInput(input, flags.toImportOptions(recorded));
+      Plan plan;
+      if (!plan_path.empty()) {
+        if (source) checkSameSource(*source, in, plan_path);
+        plan = readPlan(text, plan_path, in);
+      } else {
+        plan = embeddedPlan(in, false);  // a .pte's or a .tflite offline plan
+      }
+      const Model* model = in.modelOrNull();
+      if (!html.empty()) {
+        HtmlOptions options;
+        options.title = std::filesystem::path(input).filename().string();
+        writeFileAtomic(html, renderHtml(plan, model, options));
+      }
+      if (!svg.empty()) {
+        SvgOptions options;
+        options.title = std::filesystem::path(input).filename().string();
+        writeFileAtomic(svg, renderSvg(plan, model, options));
+      }
+      ReportOptions options;
+      options.exact_bytes = exact_bytes;
+      options.include_timing = false;  // not planned here
+      std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
+      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
+      const VerifyResult verdict = in.pte && plan_path.empty() ? verifyPte(*in.pte, plan, true)
+                                                               : memplan::verify(in, plan);
+      if (!verdict.ok())
+        std::cerr << "memplan: warning: this plan does not verify: "
+                  << violationLine(in, verdict.violations.front()) << " (`memplan verify` exits 1)\n";
+      return kExitOk;
+    }
+  };
+  auto cmd = std::make_shared<ReportCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "report", "Report an existing plan: a plan file, or the plan an ExecuTorch .pte carries");
+  sub->add_option("INPUT", cmd->input, "The input the plan is for (.pte: its own plan by default)")
+      ->required();
+  sub->add_option("PLAN", cmd->plan_path, "Plan JSON (`memplan plan -o`) or a CSV solution");
+  cmd->flags.addTo(*sub);
+  sub->add_flag("--json", cmd->json, "Print the report as JSON");
+  sub->add_flag("--bytes", cmd->exact_bytes, "Exact byte counts beside humane units");
+  sub->add_option("--html", cmd->html, "Write the interactive HTML viewer of this plan");
+  sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
+  return {sub, [cmd] { return cmd->run(); }};
+}
+
+}  // namespace memplan::cli

@@ -1,0 +1,209 @@
+// Planning an ExecuTorch program again (see memplan/pte.h).
+//
+// Per method:
+//  1. Specs from the method's graph; every tensor keeps its memory id (a
+//     preset pool); state shared with another method is pinned at its
+//     offset. An algorithm that places every tensor itself (ExecuTorch's)
+//     gets the pinned tensors as a reserved prefix of their pool instead,
+//     then they are put back at their offsets.
+//  2. Each pool is compared with the file's: unless the algorithm is
+//     ExecuTorch-exact, a pool memplan cannot make smaller keeps the file's
+//     placement, when that placement is safe under memplan's lifetimes.
+//  3. Buffer sizes: one per memory id of the file's list; pools memplan
+//     does not plan keep their size; planned tensors no instruction uses go
+//     to offset 0 (when their file offset does not fit), so a pool holds at
+//     least the largest of them.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "memplan/pte.h"
+
+namespace memplan {
+namespace {
+
+std::string methodLabel(const PteProgram& p, GraphId g) {
+  const std::string& name = p.methods[static_cast<std::size_t>(g)].name;
+  return name.empty() ? fmt::format("method {}", g) : fmt::format("method '{}'", name);
+}
+
+// Which pools of the file's placement are safe: each pool's specs and
+// allocations, on their own, through the verifier (O(n log n) in all).
+std::set<MemId> safePools(const GraphPlan& original) {
+  std::map<MemId, std::vector<const Allocation*>> by_pool;
+  for (const Allocation& a : original.allocations) by_pool[a.mem_id].push_back(&a);
+  PlanOptions options;
+  options.alignment = 1;
+  std::set<MemId> safe;
+  for (const auto& [m, list] : by_pool) {
+    GraphPlan one;
+    one.graph = original.graph;
+    one.bufsizes = original.bufsizes;
+    for (const Allocation* a : list) {
+      Spec s = original.specs.specs[static_cast<std::size_t>(a->spec)];
+      s.id = static_cast<SpecId>(one.specs.specs.size());
+      s.inplace_base = kNone;
+      one.allocations.push_back({s.id, a->mem_id, a->mem_obj_id, a->offset, a->size});
+      one.specs.specs.push_back(std::move(s));
+    }
+    for (const PoolInfo& pool : original.pools)
+      if (pool.mem_id == m) one.pools.push_back(pool);
+    if (verifyGraphPlan(one, options, 1).ok()) safe.insert(m);
+  }
+  return safe;
+}
+
+// Tensors of method `g`: stored method by method.
+std::pair<std::size_t, std::size_t> methodTensors(const PteProgram& p, GraphId g) {
+  const auto by = [](const PteTensor& t, GraphId m) { return t.method < m; };
+  const auto lo = std::lower_bound(p.tensors.begin(), p.tensors.end(), g, by);
+  const auto hi = std::lower_bound(lo, p.tensors.end(), g + 1, by);
+  return {static_cast<std::size_t>(lo - p.tensors.begin()), static_cast<std::size_t>(hi - p.tensors.begin())};
+}
+
+GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
+                     const AlgorithmInfo& info, const GraphPlan& original) {
+  const PteMethod& method = p.methods[static_cast<std::size_t>(g)];
+  const GraphSpecs specs = collectSpecs(p.model, g, request.options);
+  const std::size_t nbuf = method.buffer_sizes.size();
+  for (const Spec& s : specs.specs)
+    if (s.planned && (!s.mem_id || static_cast<std::size_t>(*s.mem_id) >= nbuf))
+      throw InputError(fmt::format("{}: {}: '{}' is in memory id {}, but non_const_buffer_sizes has "
+                                   "{} entries: the file's plan is broken, memplan cannot keep it",
+                                   p.source, methodLabel(p, g), s.name, s.mem_id.value_or(0), nbuf));
+
+  // 1. Pinned state: as pins, or as a reserved prefix.
+  GraphSpecs to_plan = specs;
+  std::vector<Bytes> reserved;
+  std::vector<SpecId> pinned;
+  if (!info.honours_pins) {
+    for (Spec& s : to_plan.specs) {
+      if (!s.planned || !s.offset) continue;
+      const auto m = static_cast<std::size_t>(*s.mem_id);
+      if (reserved.size() <= m) reserved.resize(m + 1, 0);
+      const Bytes end = checkedAdd(*s.offset, alignUp(s.nbytes, s.alignment).value_or(kMaxBytes))
+                            .value_or(kMaxBytes);
+      reserved[m] = std::max(reserved[m], end);
+      pinned.push_back(s.id);
+      s.planned = false;
+    }
+  }
+  GraphPlan gp = planSpecs(std::move(to_plan), request, reserved);
+  gp.graph = g;
+  gp.parent = kNone;
+  if (!pinned.empty()) {
+    gp.specs = specs;
+    for (SpecId s : pinned) {
+      const Spec& spec = specs.specs[static_cast<std::size_t>(s)];
+      gp.allocations.push_back({s, *spec.mem_id, 0, *spec.offset,
+                                alignUp(spec.nbytes, spec.alignment).value_or(kMaxBytes)});
+    }
+    std::sort(gp.allocations.begin(), gp.allocations.end(),
+              [](const Allocation& a, const Allocation& b) { return a.spec < b.spec; });
+    for (PoolInfo& pool : gp.pools) pool.reserved = 0;  // the prefix held the pinned tensors
+  }
+  if (gp.bufsizes.size() < std::max(reserved.size(), nbuf)) gp.bufsizes.resize(std::max(reserved.size(), nbuf), 0);
+  for (std::size_t m = 1; m < reserved.size(); ++m) gp.bufsizes[m] = std::max(gp.bufsizes[m], reserved[m]);
+
+  // Pools with planned tensors, and what the plan says about them.
+  std::map<MemId, std::vector<SpecId>> members;
+  for (const Allocation& a : gp.allocations) members[a.mem_id].push_back(a.spec);
+  for (const auto& [m, list] : members) {
+    auto it = std::find_if(gp.pools.begin(), gp.pools.end(), [m = m](const PoolInfo& pi) { return pi.mem_id == m; });
+    if (it == gp.pools.end()) {  // only pinned tensors: the prefix is the pool
+      PoolInfo pi;
+      pi.mem_id = m;
+      pi.size = gp.bufsizes[static_cast<std::size_t>(m)];
+      pi.lower_bound = pi.size;
+      pi.naive_size = pi.size;
+      pi.buffers = list.size();
+      pi.algorithm = gp.pools.empty() ? request.algorithm : gp.pools.front().algorithm;
+      pi.proven_optimal = true;
+      gp.pools.push_back(pi);
+    }
+  }
+  std::sort(gp.pools.begin(), gp.pools.end(), [](const PoolInfo& a, const PoolInfo& b) { return a.mem_id < b.mem_id; });
+
+  // 2. Keep the file's placement where memplan does not do better.
+  if (!info.executorch_exact) {
+    const std::set<MemId> safe = safePools(original);
+    std::map<MemId, std::vector<Allocation*>> by_pool;
+    for (Allocation& a : gp.allocations) by_pool[a.mem_id].push_back(&a);
+    for (PoolInfo& pool : gp.pools) {
+      const auto m = static_cast<std::size_t>(pool.mem_id);
+      const Bytes file_size = method.buffer_sizes[m];
+      if (gp.bufsizes[m] < file_size || !safe.count(pool.mem_id)) continue;
+      for (Allocation* ap : by_pool[pool.mem_id]) {
+        Allocation& a = *ap;
+        const Allocation* o = original.find(a.spec);
+        a.offset = o->offset;
+        a.size = o->size;
+        a.mem_obj_id = 0;
+        gp.specs.specs[static_cast<std::size_t>(a.spec)].alignment = 1;  // as the file has it
+      }
+      gp.bufsizes[m] = file_size;
+      pool.size = file_size;
+      pool.algorithm = "original";
+      pool.proven_optimal = file_size <= pool.lower_bound;
+    }
+  }
+
+  // 3. Sizes of the file's list; tensors no instruction uses.
+  for (std::size_t m = 1; m < nbuf; ++m)
+    if (!members.count(static_cast<MemId>(m))) gp.bufsizes[m] = method.buffer_sizes[m];
+  const auto [first_tensor, end_tensor] = methodTensors(p, g);
+  for (std::size_t t = first_tensor; t < end_tensor; ++t) {
+    const PteTensor& x = p.tensors[t];
+    if (!x.allocation || x.used) continue;
+    const auto m = static_cast<std::size_t>(x.allocation->mem_id);
+    if (m >= nbuf) continue;  // reported by verifyPte
+    const Bytes n = p.model.tensors[t].nbytes;
+    const Bytes size = gp.bufsizes[m];
+    if (x.allocation->offset <= size && n <= size - x.allocation->offset) continue;  // stays
+    gp.bufsizes[m] = std::max(gp.bufsizes[m], n);
+  }
+  gp.bufsizes.resize(std::max<std::size_t>(nbuf, 1));
+  gp.bufsizes[0] = 0;
+  for (PoolInfo& pool : gp.pools) pool.size = gp.bufsizes[static_cast<std::size_t>(pool.mem_id)];
+  gp.pool_devices.assign(gp.bufsizes.size(), Device{});
+  return gp;
+}
+
+}  // namespace
+
+Bytes pteDefaultExtraPadding(const PteProgram& p) {
+  for (const PteMethod& m : p.methods)
+    for (const std::string& id : m.delegates)
+      if (id == "XnnpackBackend") return 64;
+  return 0;
+}
+
+Plan planPte(const PteProgram& p, const PlanRequest& request) {
+  const AlgorithmInfo* info = findAlgorithmInfo(request.algorithm.empty() ? "auto" : request.algorithm);
+  if (!info) throw InputError(fmt::format("unknown algorithm '{}'", request.algorithm));
+  const PlanOptions& o = request.options;
+  if (!o.alloc_graph_input || !o.alloc_graph_output || !o.alloc_mutable_buffers)
+    throw InputError(fmt::format("{}: which tensors a .pte plans is fixed by the file "
+                                 "(--no-plan-* does not apply)", p.source));
+  if (o.per_device)
+    throw InputError(fmt::format("{}: a .pte keeps its memory ids (--per-device does not apply)", p.source));
+  if (!o.spill_order.empty())
+    throw InputError(fmt::format("{}: a .pte keeps its memory ids (--spill-order does not apply)", p.source));
+  const auto started = std::chrono::steady_clock::now();
+  PlanRequest r = request;
+  if (r.algorithm.empty()) r.algorithm = "auto";
+  r.options.alignment = planningAlignment(o);
+  const Plan original = embeddedPlan(p, r.options.alignment);
+  Plan plan;
+  recordRequest(plan, r);
+  for (GraphId g = 0; g < static_cast<GraphId>(p.methods.size()); ++g)
+    plan.graphs.push_back(planMethod(p, g, r, *info, original.graphs[static_cast<std::size_t>(g)]));
+  plan.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return plan;
+}
+
+}  // namespace memplan

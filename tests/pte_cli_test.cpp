@@ -1,0 +1,202 @@
+// ExecuTorch programs through the command line: verify, replay, report,
+// import, plan --write-pte, the viewer, and refusals of bad files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "memplan/pte.h"
+#include "pte_builder.h"
+#include "support/test_support.h"
+
+namespace memplan::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path program(const std::string& name) { return dataDir() / "executorch-programs" / name; }
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void writeBytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A relu chain planned with no reuse: memplan halves it.
+std::string chainBytes() {
+  PteMethodSpec m;
+  std::int32_t prev = m.tensor({16}, 1, 0);
+  m.inputs = {prev};
+  for (int i = 0; i < 4; ++i) {
+    const std::int32_t next = m.tensor({16}, 1, static_cast<std::uint64_t>(64 * (i + 1)));
+    m.kernel("aten::relu", {prev}, {next});
+    prev = next;
+  }
+  m.outputs = {prev};
+  m.buffer_sizes = std::vector<std::int64_t>{0, 320};
+  PteProgramSpec spec;
+  spec.methods.push_back(std::move(m));
+  spec.segments = {std::string(100, 'w')};
+  return buildPte(spec);
+}
+
+TEST(PteCli, RealProgramsVerifyAndReplay) {
+  for (const char* file : {"add.pte", "module_linear_no_constant_segment.pte", "keyword_spotting.pte"}) {
+    const CliResult v = runCli("verify " + q(program(file)));
+    EXPECT_EQ(v.exit_code, 0) << file << ": " << v.out << v.err;
+    EXPECT_EQ(v.out.rfind("OK: ", 0), 0u) << v.out;
+    const CliResult r = runCli("replay " + q(program(file)));
+    EXPECT_EQ(r.exit_code, 0) << file << ": " << r.out << r.err;
+  }
+  EXPECT_EQ(runCli("verify " + q(program("keyword_spotting.pte"))).out, "OK: 27 allocations verified\n");
+}
+
+TEST(PteCli, ReportNamesOperatorsAndComparesArenas) {
+  const CliResult r = runCli("report --bytes " + q(program("keyword_spotting.pte")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("algorithm original"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dim_order_ops::_clone_dim_order.out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forward     1     16000 B    16000 B      16000 B"), std::string::npos) << r.out;
+  const CliResult j = runCli("report --json " + q(program("keyword_spotting.pte")));
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_EQ(doc["pools"][0]["arena_bytes"], 16000);
+  EXPECT_EQ(doc["pools"][0]["lower_bound_bytes"], 16000);
+  // Only a .pte carries its own plan.
+  const CliResult no_plan = runCli("report " + q(dataDir() / "executorch-conformance" / "greedy-101-0050.json"));
+  EXPECT_EQ(no_plan.exit_code, 2);
+  EXPECT_EQ(runCli("verify " + q(dataDir() / "executorch-conformance" / "greedy-101-0050.json")).exit_code, 2);
+}
+
+TEST(PteCli, PlanWritesASmallerProgram) {
+  const fs::path dir = tempDir("pte-cli-plan");
+  const fs::path in = dir / "chain.pte", out = dir / "chain.out.pte", html = dir / "chain.html";
+  writeBytes(in, chainBytes());
+  const CliResult r = runCli("plan --bytes " + q(in) + " --write-pte " + q(out) + " --html " + q(html));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("forward     1       320 B      128 B        128 B  -60.0%"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(out));
+  const CliResult v = runCli("verify " + q(out));
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  // The written file carries memplan's plan: its report says so.
+  const CliResult rep = runCli("report --bytes " + q(out));
+  EXPECT_NE(rep.out.find("forward     1       128 B      128 B        128 B"), std::string::npos) << rep.out;
+  // Everything but the plan is the same.
+  EXPECT_EQ(describePte(readText(out), "o", false), describePte(readText(in), "i", false));
+  // The viewer is a page with the program's method and operators.
+  const std::string page = readText(html);
+  EXPECT_NE(page.find("aten::relu.out"), std::string::npos);
+  // Plan files of a .pte verify, replay and report like any plan.
+  const fs::path plan = dir / "plan.json";
+  ASSERT_EQ(runCli("plan -q " + q(in) + " -o " + q(plan)).exit_code, 0);
+  EXPECT_EQ(runCli("verify " + q(in) + " " + q(plan)).exit_code, 0);
+  EXPECT_EQ(runCli("replay " + q(in) + " " + q(plan)).exit_code, 0);
+  EXPECT_EQ(runCli("report " + q(in) + " " + q(plan)).exit_code, 0);
+  // --write-pte needs a .pte.
+  const CliResult wrong = runCli("plan -q " + q(dataDir() / "executorch-conformance" / "greedy-101-0050.json") +
+                                 " --write-pte " + q(dir / "x.pte"));
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir / "x.pte"));
+}
+
+TEST(PteCli, ImportPrintsTheMethodGraph) {
+  const CliResult r = runCli("import " + q(program("keyword_spotting.pte")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["graphs"][0]["name"], "forward");
+  EXPECT_EQ(doc["graphs"][0]["nodes"].size(), 16u);
+  EXPECT_EQ(doc["graphs"][0]["nodes"][1]["op"], "cortex_m::quantized_depthwise_conv2d.out");
+  // The graph JSON plans to the same arena.
+  const fs::path dir = tempDir("pte-cli-import");
+  writeBytes(dir / "kws.json", r.out);
+  const CliResult plan = runCli("plan --json " + q(dir / "kws.json"));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(json::parse(plan.out)["pools"][0]["arena_bytes"], 16000);
+}
+
+TEST(PteCli, MultiMethodProgramsNeedAMethodToImport) {
+  PteProgramSpec spec;
+  for (const char* name : {"prefill", "decode"}) {
+    PteMethodSpec m;
+    m.name = name;
+    const std::int32_t x = m.tensor({4}, 1, 0), y = m.tensor({4}, 1, 16);
+    m.inputs = {x};
+    m.outputs = {y};
+    m.kernel("aten::relu", {x}, {y});
+    m.buffer_sizes = std::vector<std::int64_t>{0, 32};
+    spec.methods.push_back(std::move(m));
+  }
+  const fs::path dir = tempDir("pte-cli-methods");
+  writeBytes(dir / "two.pte", buildPte(spec));
+  const CliResult none = runCli("import " + q(dir / "two.pte"));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("prefill, decode"), std::string::npos) << none.err;
+  const CliResult one = runCli("import --method decode " + q(dir / "two.pte"));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)["graphs"][0]["name"], "decode");
+  EXPECT_EQ(runCli("import --method nope " + q(dir / "two.pte")).exit_code, 2);
+  const CliResult report = runCli("report " + q(dir / "two.pte"));
+  EXPECT_NE(report.out.find("decode"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("2 methods"), std::string::npos) << report.out;
+}
+
+TEST(PteCli, UnsafePlansExitOne) {
+  PteMethodSpec m;
+  const std::int32_t x = m.tensor({16}, 1, 0), a = m.tensor({16}, 1, 64), b = m.tensor({16}, 1, 96),
+                     y = m.tensor({16}, 1, 0);
+  m.inputs = {x};
+  m.outputs = {y};
+  m.kernel("aten::relu", {x}, {a});
+  m.kernel("aten::neg", {x}, {b});
+  m.kernel("aten::add", {a, b}, {y});
+  m.buffer_sizes = std::vector<std::int64_t>{0, 160};
+  PteProgramSpec spec;
+  spec.methods.push_back(std::move(m));
+  const fs::path dir = tempDir("pte-cli-unsafe");
+  writeBytes(dir / "bad.pte", buildPte(spec));
+  const CliResult v = runCli("verify " + q(dir / "bad.pte"));
+  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_NE(v.out.find("INVALID: method 'forward': pool 1: 'v1'"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("'v2'"), std::string::npos) << v.out;
+  const CliResult r = runCli("replay " + q(dir / "bad.pte"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("CLOBBERED"), std::string::npos) << r.out;
+  // memplan's plan of it is safe.
+  EXPECT_EQ(runCli("plan -q " + q(dir / "bad.pte") + " --write-pte " + q(dir / "good.pte")).exit_code, 0);
+  EXPECT_EQ(runCli("verify " + q(dir / "good.pte")).exit_code, 0);
+}
+
+TEST(PteCli, BadProgramsExitTwoWithOneLineAndNoOutput) {
+  const std::string good = chainBytes();
+  const fs::path dir = tempDir("pte-cli-bad");
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"truncated.pte", good.substr(0, good.size() / 2)},
+      {"tiny.pte", good.substr(0, 6)},
+      {"segment_cut.pte", good.substr(0, good.size() - 10)},
+  };
+  std::string flipped = good;
+  flipped[4] = 'X';  // identifier
+  cases.emplace_back("identifier.pte", flipped);
+  std::string root = good;
+  root[0] = '\x7f';  // root offset past the end
+  root[1] = '\x7f';
+  cases.emplace_back("root.pte", root);
+  for (const auto& [name, bytes] : cases) {
+    SCOPED_TRACE(name);
+    writeBytes(dir / name, bytes);
+    const fs::path out = dir / (name + ".out.pte");
+    for (const std::string& cmd : {"plan -q " + q(dir / name) + " --write-pte " + q(out),
+                                   "verify " + q(dir / name), "report " + q(dir / name),
+                                   "import " + q(dir / name)}) {
+      const CliResult r = runCli(cmd);
+      EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.out << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+}  // namespace
+}  // namespace memplan::test
