@@ -48,15 +48,15 @@ Files files(const std::string& name) {
 TEST(CliMistakes, UnknownCommandsAndOptionsSuggestTheClosest) {
   expectError("plann x.csv", 2,
               "memplan: unknown command 'plann'; did you mean plan? (commands: plan, verify, replay, "
-              "import, algorithms)");
+              "import, algorithms, report)");
   expectError("verfy a b", 2,
               "memplan: unknown command 'verfy'; did you mean verify? (commands: plan, verify, replay, "
-              "import, algorithms)");
+              "import, algorithms, report)");
   expectError("frobnicate", 2,
               "memplan: unknown command 'frobnicate' (commands: plan, verify, replay, import, "
-              "algorithms)");
+              "algorithms, report)");
   expectError("", 2,
-              "memplan: a command is required (plan, verify, replay, import, algorithms); see memplan "
+              "memplan: a command is required (plan, verify, replay, import, algorithms, report); see memplan "
               "--help");
   expectError("plan x.csv --alignmnet 4", 2,
               "memplan: unknown option '--alignmnet' for 'plan'; did you mean --alignment? (see memplan "
