@@ -5,6 +5,7 @@
 #   MEMPLAN_FUZZ_SECONDS  seconds per target (default 60)
 #   MEMPLAN_FUZZ_TARGETS  targets to run (default: all *_fuzz)
 #   MEMPLAN_FUZZ_JOBS     ninja -j (default 2)
+#   MEMPLAN_WERROR        ON: compiler warnings are errors (.ci/run sets it)
 #
 # A crash leaves crash-* files in build-fuzz/artifacts/<target>/: copy the
 # input to tests/regressions/<target>/ so tests/regressions_test.cpp replays
@@ -17,7 +18,8 @@ jobs="${MEMPLAN_FUZZ_JOBS:-2}"
 targets="${MEMPLAN_FUZZ_TARGETS:-graph_json_fuzz spec_list_fuzz csv_fuzz onnx_fuzz tflite_fuzz pte_fuzz}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMEMPLAN_FUZZ=ON -DMEMPLAN_TESTS=OFF -DMEMPLAN_BENCH=OFF >/dev/null || exit 2
+  -DMEMPLAN_FUZZ=ON -DMEMPLAN_TESTS=OFF -DMEMPLAN_BENCH=OFF \
+  -DMEMPLAN_WERROR="${MEMPLAN_WERROR:-OFF}" >/dev/null || exit 2
 # shellcheck disable=SC2086
 ninja -C "$build" -j"$jobs" $targets || exit 2
 "$root/scripts/fuzz-seeds.sh" "$build/seeds" || true

@@ -4,12 +4,13 @@
 # The browser viewer test drives chromium, which does not run under ASan's
 # interposed allocator in a reasonable time: it is excluded.
 #   MEMPLAN_SANITIZE_JOBS  ninja/ctest parallelism (default 2)
+#   MEMPLAN_WERROR         ON: compiler warnings are errors (.ci/run sets it)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MEMPLAN_ASAN_BUILD:-$root/build-asan}"
 jobs="${MEMPLAN_SANITIZE_JOBS:-2}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMPLAN_SANITIZE=ON \
-  -DMEMPLAN_BENCH=OFF >/dev/null
+  -DMEMPLAN_BENCH=OFF -DMEMPLAN_WERROR="${MEMPLAN_WERROR:-OFF}" >/dev/null
 ninja -C "$build" -j"$jobs"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

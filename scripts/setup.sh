@@ -34,5 +34,7 @@ fi
 
 ./scripts/fetch-models.sh
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# MEMPLAN_WERROR=ON (CI) makes compiler warnings errors.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  ${MEMPLAN_WERROR:+-DMEMPLAN_WERROR=$MEMPLAN_WERROR} >/dev/null
 ninja -C build -j"$(nproc)"

@@ -146,7 +146,9 @@ TEST(ExactSearch, MatchesBruteForceOnRandomPools) {
       const ExactResult r = solveWithinCapacity(p, cap, params);
       EXPECT_EQ(r.found, opt <= cap) << "capacity " << cap << " optimum " << opt;
       EXPECT_EQ(r.proven_infeasible, opt > cap);
-      if (r.found) EXPECT_EQ(invalid(p, r.offsets, cap), "");
+      if (r.found) {
+        EXPECT_EQ(invalid(p, r.offsets, cap), "");
+      }
     }
   }
   // The generator must exercise both outcomes.
@@ -181,7 +183,9 @@ TEST(ExactSearch, EverySwitchOffStillExact) {
       const ExactResult at = solveWithinCapacity(p, opt, params);
       ASSERT_TRUE(at.found);
       EXPECT_EQ(invalid(p, at.offsets, opt), "");
-      if (opt > 0) EXPECT_TRUE(solveWithinCapacity(p, opt - 1, params).proven_infeasible);
+      if (opt > 0) {
+        EXPECT_TRUE(solveWithinCapacity(p, opt - 1, params).proven_infeasible);
+      }
     }
   }
 }

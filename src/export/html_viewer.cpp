@@ -2,8 +2,8 @@
 // network) that draws a plan on a canvas.
 //
 // The C++ side only gathers facts into one JSON document embedded in the
-// page; the script (html_viewer_assets.inc) does layout, zoom, pan,
-// tooltips and tabs. Tensors are stored column-wise (one array per field)
+// page; the script (viewer/viewer.js, with viewer.css and viewer.html,
+// embedded at build time) does layout, zoom, pan, tooltips and tabs. Tensors are stored column-wise (one array per field)
 // so a 100k-tensor plan stays a few MiB and parses fast.
 #include <fmt/format.h>
 
@@ -11,15 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "export/export_util.h"
+#include "export/viewer_assets.h"  // generated from src/export/viewer/
 #include "memplan/report.h"
 
 namespace memplan {
 
 namespace {
 
-#include "export/html_viewer_assets.inc"
-
 using nlohmann::json;
+using viewer::kViewerBody;
+using viewer::kViewerCss;
+using viewer::kViewerJs;
 using exportutil::sanitizeUtf8;
 
 json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {

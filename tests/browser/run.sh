@@ -3,11 +3,12 @@
 #
 #   tests/browser/run.sh MEMPLAN_BINARY [MODEL...]
 #
-# Writes a viewer page (plan by `auto`, compared with `greedy`) for each
-# MODEL and for two_pools.json beside this script (two pools and a cond node
-# with two bodies: exercises pool tabs and control-flow markers), then opens
-# them in the system Chromium via playwright-core (installed here by `npm ci`
-# when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
+# Lints the viewer's script (lint.sh), then writes a viewer page (plan by
+# `auto`, compared with `greedy`) for each MODEL and for two_pools.json
+# beside this script (two pools and a cond node with two bodies: exercises
+# pool tabs and control-flow markers), then opens them in the system
+# Chromium via playwright-core (ESLint and playwright-core are installed
+# here by `npm ci` when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
 # temporary directory, removed afterwards).
 # Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium; with
 # MEMPLAN_REQUIRE_TEST_DATA=1, as scripts/test.sh sets, missing pieces fail).
@@ -31,12 +32,14 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "run.sh: node/npm not installed" >&2
   exit $skip_code
 fi
+if [ ! -d "$here/node_modules/playwright-core" ] || [ ! -x "$here/node_modules/.bin/eslint" ]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The viewer's script is a source file like any other: lint it first.
+"$here/lint.sh"
 if [ ! -x "$chromium" ]; then
   echo "run.sh: no Chromium at $chromium (set MEMPLAN_CHROMIUM)" >&2
   exit $skip_code
-fi
-if [ ! -d "$here/node_modules/playwright-core" ]; then
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 if [ -n "${MEMPLAN_VIEWER_OUT:-}" ]; then

@@ -10,6 +10,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 
+/* global window, memplanViewer -- page.evaluate() callbacks run in the page */
+
 const DIR = process.env.MEMPLAN_VIEWER_DIR;
 const CHROMIUM = process.env.MEMPLAN_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

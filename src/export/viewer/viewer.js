@@ -1,59 +1,9 @@
-// The viewer page's style, markup and script, included by html_viewer.cpp.
-// Element ids are stable: tests and users' scripts rely on them
-// (graph-tabs, graph-tab-<id>, pool-tabs, pool-tab-<mem_id>, panel-<i>,
-// layout-<i>, live-<i>, tooltip, cf-menu). window.memplanViewer is the
-// script's test hook.
-
-constexpr const char* kViewerCss = R"memplan(
-:root { --fg:#222; --muted:#666; --line:#ccc; --accent:#1f5fa8; }
-* { box-sizing: border-box; }
-body { margin:0; font:13px/1.4 system-ui, sans-serif; color:var(--fg); background:#fafafa; }
-header { padding:10px 16px 4px; }
-h1 { font-size:17px; margin:0 0 2px; }
-#summary { color:var(--muted); }
-nav { display:flex; flex-wrap:wrap; gap:4px; padding:4px 16px; align-items:center; }
-nav .label { color:var(--muted); margin-right:4px; min-width:48px; }
-select { font:inherit; margin-left:8px; max-width:320px; }
-button.tab { font:inherit; border:1px solid var(--line); background:#fff; border-radius:4px;
-  padding:3px 9px; cursor:pointer; }
-button.tab[aria-selected="true"] { background:var(--accent); border-color:var(--accent); color:#fff; }
-#panels { display:flex; gap:12px; padding:6px 16px; }
-.panel { flex:1 1 0; min-width:0; background:#fff; border:1px solid var(--line); border-radius:6px;
-  padding:8px; }
-.panel h2 { font-size:14px; margin:0 0 2px; }
-.stats { color:var(--muted); margin-bottom:6px; min-height:18px; }
-canvas { display:block; width:100%; touch-action:none; }
-canvas.layout { height:420px; cursor:grab; }
-canvas.layout.dragging { cursor:grabbing; }
-canvas.live { height:130px; margin-top:4px; }
-#tooltip { position:fixed; pointer-events:none; background:rgba(20,20,20,.92); color:#fff;
-  padding:6px 8px; border-radius:4px; font-size:12px; white-space:pre; z-index:10; max-width:480px;
-  overflow:hidden; }
-#tooltip[hidden] { display:none; }
-#cf-menu { position:fixed; background:#fff; border:1px solid var(--line); border-radius:4px;
-  box-shadow:0 2px 8px rgba(0,0,0,.2); z-index:11; padding:4px; }
-#cf-menu[hidden] { display:none; }
-#cf-menu button { display:block; width:100%; text-align:left; margin:1px 0; }
-footer { padding:4px 16px 12px; color:var(--muted); display:flex; flex-wrap:wrap; gap:14px; }
-.swatch { display:inline-block; width:11px; height:11px; border-radius:2px; vertical-align:-1px;
-  margin-right:4px; }
-)memplan";
-
-constexpr const char* kViewerBody = R"memplan(<header>
-<h1 id="title"></h1>
-<div id="summary"></div>
-</header>
-<nav id="graph-tabs" aria-label="graphs"></nav>
-<nav id="pool-tabs" aria-label="pools"></nav>
-<div id="panels"></div>
-<footer><span id="legend"></span>
-<span>wheel: zoom steps &middot; shift+wheel: zoom offsets &middot; ctrl+wheel or pinch: zoom both &middot;
-drag: pan &middot; double-click: reset &middot; click a &#9660; marker: open its body graph</span></footer>
-<div id="tooltip" role="tooltip" hidden></div>
-<div id="cf-menu" hidden></div>
-)memplan";
-
-constexpr const char* kViewerJs = R"memplan(
+// The memplan plan viewer: layout, zoom, pan, tooltips, pool and graph tabs
+// over the plan JSON embedded in the page (html_viewer.cpp). Embedded into
+// the page at build time with viewer.css and viewer.html. Element ids are
+// stable: tests and users' scripts rely on them (graph-tabs,
+// graph-tab-<id>, pool-tabs, pool-tab-<mem_id>, panel-<i>, layout-<i>,
+// live-<i>, tooltip, cf-menu). window.memplanViewer is the test hook.
 (function () {
 'use strict';
 const DATA = JSON.parse(document.getElementById('memplan-data').textContent);
@@ -356,21 +306,22 @@ function drawLayout(panel) {
   // role instead of one per tensor keeps 100k tensors interactive.
   const list = g.byPool.get(q.mem_id) || [];
   const hov = state.hover && state.hover.p === panel.p ? state.hover.i : -1;
-  const paths = SHADES.map(list => list.map(() => new Path2D())), edges = new Path2D();
+  const paths = SHADES.map(shades => shades.map(() => new Path2D())), edges = new Path2D();
   let edgeCount = 0;
   for (const i of list) {
     const a = T.first[i];
     if (a > v.x1) break;
     const b = T.last[i] + 1, o = T.offset[i], s = T.size[i];
     if (b < v.x0 || o + s < v.y0 || o > v.y1) continue;
-    let x = S.X(a), x2 = S.X(b), y = S.Y(o + s), y2 = S.Y(o);
+    const x = S.X(a), y2 = S.Y(o);
+    let x2 = S.X(b), y = S.Y(o + s);
     if (x2 - x < 1) x2 = x + 1;
     if (y2 - y < 1) y = y2 - 1;
     paths[T.role[i]][i % 3].rect(x, y, x2 - x, y2 - y);
     if (x2 - x > 4 && y2 - y > 4) { edges.rect(x + 0.5, y + 0.5, x2 - x - 1, y2 - y - 1); edgeCount++; }
     panel.drawn.push(i);
   }
-  paths.forEach((list, r) => list.forEach((path, k) => { ctx.fillStyle = SHADES[r][k]; ctx.fill(path); }));
+  paths.forEach((byShade, r) => byShade.forEach((path, k) => { ctx.fillStyle = SHADES[r][k]; ctx.fill(path); }));
   if (edgeCount) {
     ctx.strokeStyle = 'rgba(255,255,255,.85)';
     ctx.lineWidth = 1;
@@ -397,7 +348,7 @@ function drawLayout(panel) {
     ctx.fill();
     panel.markers.push({ x, y: 8, c });
   }
-  axes(ctx, S, w, h);
+  axes(ctx, S);
 }
 function hline(ctx, S, bytes, colour, dash) {
   const y = S.Y(bytes);
@@ -409,7 +360,7 @@ function hline(ctx, S, bytes, colour, dash) {
   ctx.stroke();
   ctx.setLineDash([]);
 }
-function axes(ctx, S, w, h) {
+function axes(ctx, S) {
   const v = state.view;
   ctx.fillStyle = '#444';
   ctx.strokeStyle = '#999';
@@ -510,7 +461,8 @@ function hitTensor(panel, mx, my) {
   // Topmost first: the last drawn that contains the point (1 px minimum).
   for (let k = panel.drawn.length - 1; k >= 0; k--) {
     const i = panel.drawn[k];
-    let x = S.X(T.first[i]), x2 = S.X(T.last[i] + 1), y = S.Y(T.offset[i] + T.size[i]), y2 = S.Y(T.offset[i]);
+    const x = S.X(T.first[i]), y2 = S.Y(T.offset[i]);
+    let x2 = S.X(T.last[i] + 1), y = S.Y(T.offset[i] + T.size[i]);
     if (x2 - x < 1) x2 = x + 1;
     if (y2 - y < 1) y = y2 - 1;
     if (mx >= x && mx <= x2 && my >= y && my <= y2) return i;
@@ -624,7 +576,7 @@ function attachEvents(panel) {
   const forget = ev => { touches.delete(ev.pointerId); if (touches.size < 2) pinch = null; };
   c.addEventListener('pointercancel', forget);
   c.addEventListener('pointerdown', ev => {
-    try { c.setPointerCapture(ev.pointerId); } catch (e) { /* synthetic pointer */ }
+    try { c.setPointerCapture(ev.pointerId); } catch { /* synthetic pointer */ }
     touches.set(ev.pointerId, { x: ev.clientX, y: ev.clientY });
     if (touches.size === 2) { state.drag = null; pinch = { d: Math.max(1, spread()), view: state.view }; return; }
     state.drag = { panel, x: ev.clientX, y: ev.clientY, view: state.view, moved: false };
@@ -757,4 +709,3 @@ window.memplanViewer = {
   },
 };
 })();
-)memplan";

@@ -1,0 +1,16 @@
+# memplan_warnings(target...): the warning flags of memplan's own targets,
+# set per target so a project embedding memplan keeps its own. With
+# MEMPLAN_WERROR (CI) warnings are errors.
+function(memplan_warnings)
+  foreach(target IN LISTS ARGN)
+    target_compile_options(${target} PRIVATE
+      -Wall -Wextra
+      # Designated initializers leave the members they omit at their
+      # defaults by design (AlgorithmInfo{.name = ..., .selects = true}).
+      -Wno-missing-field-initializers
+      # GCC 12 reports std::string's own memcpy when inlining operator+ with
+      # a short literal (GCC bug 105329); fixed in GCC 13.
+      $<$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>)
+    set_target_properties(${target} PROPERTIES COMPILE_WARNING_AS_ERROR ${MEMPLAN_WERROR})
+  endforeach()
+endfunction()
