@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "memplan/progress.h"
+#include "cli/progress.h"
 #include "memplan/report.h"
 
 namespace memplan {

@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "io/text.h"
-#include "memplan/progress.h"
+#include "cli/progress.h"
 #include "memplan/report.h"
 
 namespace memplan::cli {
