@@ -636,6 +636,21 @@ TEST(TfliteMicroCli, WriteVerifyAndRefuse) {
   // Accepted when asked; planned afresh when the plan is ignored.
   EXPECT_EQ(test::runCli("plan -q --allow-pinned-overlap " + input.string()).exit_code, 0);
   EXPECT_EQ(test::runCli("verify --allow-pinned-overlap " + input.string()).exit_code, 0);
+  // Plan files record both choices: verify and replay need no flags again.
+  const fs::path plan_json = dir / "overlap.plan.json";
+  r = test::runCli("plan -q --allow-pinned-overlap " + input.string() + " -o " + plan_json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(test::readText(plan_json).find("\"allow_pinned_overlap\":true"), std::string::npos);
+  r = test::runCli("verify " + input.string() + " " + plan_json.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path fresh_json = dir / "fresh.plan.json";
+  r = test::runCli("plan -q --ignore-offline-plan " + input.string() + " -o " + fresh_json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(test::readText(fresh_json).find("\"ignore_offline_plan\":true"), std::string::npos);
+  r = test::runCli("verify " + input.string() + " " + fresh_json.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = test::runCli("replay " + input.string() + " " + fresh_json.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path planned = dir / "planned.tflite";
   r = test::runCli("plan -q --ignore-offline-plan " + input.string() + " --write-tflite " + planned.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -42,8 +42,8 @@ struct CheckCommand {
     Loaded l{input_flags.read(input, recorded), {}};
     if (source && !force) checkSameSource(*source, l.input, plan_path);
     l.plan = readPlan(text, plan_path, l.input);
-    // Pinned tensors may overlap when asked (not recorded in plan files).
-    l.plan.options.allow_pinned_overlap = allow_pinned_overlap;
+    // Pinned tensors may overlap when the plan was made so, or when asked.
+    if (allow_pinned_overlap) l.plan.options.allow_pinned_overlap = true;
     // Capacities given here are checked (as well as those the plan records).
     parseCapacities(capacities, l.plan.options.capacities);
     return l;

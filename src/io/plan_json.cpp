@@ -79,6 +79,7 @@ ojson importJson(const ImportOptions& o) {
   j["dims"] = std::move(dims);
   j["alias_views"] = o.alias_views;
   j["unknown_size_bytes"] = o.unknown_size_bytes;
+  if (o.ignore_offline_plan) j["ignore_offline_plan"] = true;  // only when set: older files stay byte-identical
   return j;
 }
 
@@ -103,6 +104,7 @@ ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
   j["capacities"] = std::move(caps);
   j["spill_order"] = o.spill_order;
   j["extra_padding"] = extra_padding;
+  if (o.allow_pinned_overlap) j["allow_pinned_overlap"] = true;  // only when set, as above
   return j;
 }
 
@@ -214,7 +216,8 @@ class Reader : public jsontext::Fields {
     }
     if (const json* v = find(root, "import_options")) {
       object(*v, "import_options");
-      knownKeys(*v, "import_options", {"input_shapes", "dims", "alias_views", "unknown_size_bytes"});
+      knownKeys(*v, "import_options", {"input_shapes", "dims", "alias_views", "unknown_size_bytes",
+                                                "ignore_offline_plan"});
       if (const json* shapes = find(*v, "input_shapes")) {
         object(*shapes, "import_options.input_shapes");
         for (const auto& [name, dims] : shapes->items()) {
@@ -237,6 +240,8 @@ class Reader : public jsontext::Fields {
       if (const json* b = find(*v, "unknown_size_bytes"))
         p.import_options.unknown_size_bytes =
             unsignedInt(*b, "import_options.unknown_size_bytes", kMaxBytes);
+      if (const json* b = find(*v, "ignore_offline_plan"))
+        p.import_options.ignore_offline_plan = boolean(*b, "import_options.ignore_offline_plan");
     }
     if (const json* a = find(root, "algorithm")) p.request.algorithm = str(*a, "algorithm");
     p.request.options = options(root);
@@ -266,12 +271,14 @@ class Reader : public jsontext::Fields {
     object(*v, "options");
     knownKeys(*v, "options", {"alloc_graph_input", "alloc_graph_output", "alloc_mutable_buffers",
                               "alignment", "per_device", "share_mutable_buffers", "capacities",
-                              "spill_order", "extra_padding"});
+                              "spill_order", "extra_padding", "allow_pinned_overlap"});
     if (const json* b = find(*v, "alloc_graph_input")) o.alloc_graph_input = boolean(*b, "options.alloc_graph_input");
     if (const json* b = find(*v, "alloc_graph_output")) o.alloc_graph_output = boolean(*b, "options.alloc_graph_output");
     if (const json* b = find(*v, "alloc_mutable_buffers"))
       o.alloc_mutable_buffers = boolean(*b, "options.alloc_mutable_buffers");
     if (const json* b = find(*v, "per_device")) o.per_device = boolean(*b, "options.per_device");
+    if (const json* b = find(*v, "allow_pinned_overlap"))
+      o.allow_pinned_overlap = boolean(*b, "options.allow_pinned_overlap");
     if (const json* b = find(*v, "share_mutable_buffers"))
       o.share_mutable_buffers = boolean(*b, "options.share_mutable_buffers");
     if (const json* a = find(*v, "alignment")) {
