@@ -52,7 +52,9 @@ TEST(Api, PlansEveryInputKindAndReadsThePlanBack) {
     EXPECT_EQ(in.source.sha256, sha256Hex(test::readText(path)));
     const Plan p = plan(in);
     EXPECT_EQ(p.source, in.source);
-    if (arena) EXPECT_EQ(p.main().bufsizes.at(1), arena);
+    if (arena) {
+      EXPECT_EQ(p.main().bufsizes.at(1), arena);
+    }
     EXPECT_TRUE(verify(in, p).ok());
     EXPECT_TRUE(replay(in, p).ok());
     const fs::path out = dir / (path.stem().string() + ".plan.json");

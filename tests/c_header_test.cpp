@@ -151,7 +151,7 @@ TEST(CHeader, ExampleNetwork) {
 }
 
 TEST(CHeader, NamesBecomeUniqueIdentifiersAndSafeComments) {
-  const Model m = chain({"a/b", "a-b", "A_B", "*/ int evil; /*", "??=x??/", "", "9lives", "caf\xc3\xa9",
+  const Model m = chain({"a/b", "a-b", "A_B", "*/ int evil; /*", "?\?=x?\?/", "", "9lives", "caf\xc3\xa9",
                          std::string(200, 'z'), "x__y", "_T_"});
   const Plan plan = planOf(m);
   const std::string h = writeCHeader(plan, &m, {});

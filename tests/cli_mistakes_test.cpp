@@ -81,6 +81,9 @@ TEST(CliMistakes, FlagsThatDoNotApplyToTheInputKind) {
   expectError("plan " + c + " --unknown-size-bytes 64", 2,
               "memplan: --unknown-size-bytes applies to ONNX and TFLite models only; " + c +
                   " is a MiniMalloc CSV buffer list");
+  expectError("plan " + c + " --ignore-offline-plan", 2,
+              "memplan: --ignore-offline-plan applies to TFLite models only; " + c +
+                  " is a MiniMalloc CSV buffer list");
 }
 
 TEST(CliMistakes, ContradictoryFlags) {

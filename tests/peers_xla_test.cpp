@@ -73,7 +73,9 @@ Bytes planHeap(const Heap& heap, std::optional<Bytes> limit = std::nullopt, Grap
   EXPECT_TRUE(replaySpecs(p, r.options).ok());
   Bytes total = 0;
   for (std::size_t m = 1; m < p.bufsizes.size(); ++m) {
-    if (limit) EXPECT_LE(p.bufsizes[m], *limit) << "pool " << m;
+    if (limit) {
+      EXPECT_LE(p.bufsizes[m], *limit) << "pool " << m;
+    }
     total += p.bufsizes[m];
   }
   if (out) *out = std::move(p);

@@ -289,7 +289,9 @@ TEST(TfliteMicro, AllowedOverlapsStillKeepFreeTensorsOffPins) {
   ASSERT_TRUE(verifyPlan(plan).ok());
   for (const Allocation& a : plan.main().allocations) {
     const TensorId t = plan.main().specs.specs[a.spec].tensor;
-    if (t == 2 || t == 3) EXPECT_GE(a.offset, 80u) << t;
+    if (t == 2 || t == 3) {
+      EXPECT_GE(a.offset, 80u) << t;
+    }
   }
 }
 

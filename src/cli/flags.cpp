@@ -54,6 +54,7 @@ const char* kindName(InputKind kind) {
     case InputKind::Csv: return "a MiniMalloc CSV buffer list";
     case InputKind::Onnx: return "an ONNX model";
     case InputKind::Tflite: return "a TFLite model";
+    case InputKind::Pte: return "an ExecuTorch program";
   }
   return "an input";
 }
@@ -81,6 +82,7 @@ void InputFlags::checkApplies(InputKind kind, const std::string& path) const {
   }
   if (kind != InputKind::Onnx && kind != InputKind::Tflite && !unknown_size_bytes.empty())
     refuse("--unknown-size-bytes", "ONNX and TFLite models");
+  if (kind != InputKind::Tflite && ignore_offline_plan) refuse("--ignore-offline-plan", "TFLite models");
 }
 
 Input InputFlags::read(const std::string& path, const ImportOptions& base) const {

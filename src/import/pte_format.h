@@ -14,17 +14,16 @@
 #include <cstdint>
 #include <string>
 
+#include "import/flatbuffer_reader.h"
 #include "memplan/types.h"
 
 namespace memplan::pte {
 
 namespace fb = flatbuffers;
-using FieldId = fb::voffset_t;  // a field's vtable offset
-using TableVector = fb::Vector<fb::uoffset_t>;
-
-// vtable offset of the field declared `id`-th in its table (a union takes
-// two ids: its type byte, then its value).
-constexpr FieldId field(int id) { return static_cast<FieldId>(4 + 2 * id); }
+using flatbuf::FieldId;
+using flatbuf::TableVector;
+// A union takes two field ids: its type byte, then its value.
+using flatbuf::field;
 
 namespace program_f {
 constexpr FieldId kVersion = field(0), kExecutionPlan = field(1), kConstantBuffer = field(2),
@@ -113,94 +112,13 @@ struct Where {
   }
 };
 
-// The file: its bytes (8-aligned), the flatbuffer part and the source name.
-// Every accessor checks with flatbuffers::Verifier what it is about to read
-// and throws InputError otherwise.
-class Reader {
+// The file's flatbuffer part (its bytes 8-aligned), checked as it is read.
+class Reader : public flatbuf::Reader<Where> {
  public:
   // `fb_size` bytes from `buf` are the flatbuffer (< 2 GiB).
   Reader(const std::uint8_t* buf, std::size_t fb_size, const std::string& source)
-      : buf_(buf), source_(source), verifier_(buf, fb_size, [] {
-          fb::Verifier::Options o;
-          o.max_depth = 16;
-          o.max_tables = 1u << 27;
-          o.check_alignment = true;
-          return o;
-        }()) {}
-
-  const std::string& source() const { return source_; }
-  std::size_t pos(const void* p) const {
-    return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - buf_);
-  }
-
-  [[noreturn]] void corrupt(const void* at, const Where& w, const char* what) const {
-    throw InputError(fmt::format("{}: not an ExecuTorch program (verifier failed at byte {}: {} {})",
-                                 source_, pos(at), w.str(), what));
-  }
-  [[noreturn]] void fail(const void* at, const Where& w, const std::string& what) const {
-    throw InputError(fmt::format("{}: byte {}: {}: {}", source_, pos(at), w.str(), what));
-  }
-
-  const fb::Table* root() {
-    const fb::uoffset_t o = verifier_.VerifyOffset(std::size_t{0});
-    if (o == 0) corrupt(buf_, Where{}, "root offset");
-    return enter(buf_ + o, Where{}, "table");
-  }
-
-  // A sub-table field (nullptr when absent).
-  const fb::Table* table(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* p = t->GetPointer<const std::uint8_t*>(f);
-    return p ? enter(p, w, name) : nullptr;
-  }
-
-  // Element `i` of a vector of tables.
-  const fb::Table* tableAt(const TableVector* v, fb::uoffset_t i, const Where& w) {
-    const auto* slot = reinterpret_cast<const std::uint8_t*>(v->Data()) + std::size_t{4} * i;
-    const fb::uoffset_t o = verifier_.VerifyOffset(pos(slot));
-    if (o == 0) corrupt(slot, w, "offset");
-    return enter(slot + o, w, "table");
-  }
-
-  template <typename T>
-  const fb::Vector<T>* vector(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* v = t->GetPointer<const fb::Vector<T>*>(f);
-    if (v && !verifier_.VerifyVector(v)) corrupt(v, w, name);
-    // Vector data is read in place: its elements must be aligned.
-    if (v && sizeof(T) > 4 && pos(v->Data()) % sizeof(T) != 0) corrupt(v, w, name);
-    return v;
-  }
-
-  const fb::String* string(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* s = t->GetPointer<const fb::String*>(f);
-    if (s && !verifier_.VerifyString(s)) corrupt(s, w, name);
-    return s;
-  }
-
-  template <typename T>
-  T scalar(const fb::Table* t, FieldId f, T fallback, const Where& w, const char* name) const {
-    if (!t->VerifyField<T>(verifier_, f, sizeof(T))) corrupt(t, w, name);
-    return t->GetField<T>(f, fallback);
-  }
-
-  // Byte position of a present field of `t`, 0 when absent.
-  std::size_t fieldPos(const fb::Table* t, FieldId f) const {
-    const fb::voffset_t o = t->GetOptionalFieldOffset(f);
-    return o ? pos(t) + o : 0;
-  }
-
- private:
-  const fb::Table* enter(const std::uint8_t* p, const Where& w, const char* name) {
-    if (!verifier_.VerifyTableStart(p)) corrupt(p, w, name);
-    verifier_.EndTable();
-    return reinterpret_cast<const fb::Table*>(p);
-  }
-
-  const std::uint8_t* buf_;
-  const std::string& source_;
-  fb::Verifier verifier_;
+      : flatbuf::Reader<Where>(buf, fb_size, source,
+                               {"an ExecuTorch program", 1u << 27, /*aligned_wide_elements=*/true}) {}
 };
 
 // The layout around the flatbuffer: the extended header, if present, and

@@ -49,17 +49,17 @@
 #include <cstring>
 #include <deque>
 
+#include "import/flatbuffer_reader.h"
 #include "memplan/import.h"
 
 namespace memplan {
 namespace {
 
 namespace fb = flatbuffers;
-using FieldId = fb::voffset_t;  // a field's vtable offset
-
-// vtable offset of the field declared `id`-th in its table (unions take two
-// ids: the type byte, then the value).
-constexpr FieldId field(int id) { return static_cast<FieldId>(4 + 2 * id); }
+using flatbuf::FieldId;
+using flatbuf::TableVector;
+// Unions take two field ids: the type byte, then the value.
+using flatbuf::field;
 
 // Field ids from the public TFLite schema (schema.fbs).
 namespace model_f {
@@ -195,92 +195,20 @@ struct Where {
   }
 };
 
-// Verifying accessors over one flatbuffer. Every method checks what it is
-// about to read with flatbuffers::Verifier and throws InputError otherwise.
-class Reader {
+// The model's flatbuffer, checked as it is read; `file_size` bounds what the
+// importer may allocate.
+class Reader : public flatbuf::Reader<Where> {
  public:
   Reader(const std::uint8_t* buf, std::size_t size, std::size_t file_size,
          const std::string& source)
-      : buf_(buf), file_size_(file_size), source_(source), verifier_(buf, size, [] {
-          fb::Verifier::Options o;
-          o.max_depth = 16;
-          o.max_tables = 1u << 26;
-          o.check_alignment = true;
-          return o;
-        }()) {}
-
+      : flatbuf::Reader<Where>(buf, size, source, {"a TFLite flatbuffer", 1u << 26, false}),
+        file_size_(file_size) {}
   std::size_t fileSize() const { return file_size_; }
 
-  [[noreturn]] void corrupt(const void* at, const Where& w, const char* what) const {
-    throw InputError(fmt::format("{}: not a TFLite flatbuffer (verifier failed at byte {}: {} {})",
-                                 source_, pos(at), w.str(), what));
-  }
-  [[noreturn]] void fail(const void* at, const Where& w, const std::string& what) const {
-    throw InputError(fmt::format("{}: byte {}: {}: {}", source_, pos(at), w.str(), what));
-  }
-
-  const fb::Table* root() {
-    const fb::uoffset_t o = verifier_.VerifyOffset(0);
-    if (o == 0) corrupt(buf_, Where{}, "root offset");
-    return enter(buf_ + o, Where{}, "table");
-  }
-
-  // A sub-table field (nullptr when absent).
-  const fb::Table* table(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* p = t->GetPointer<const std::uint8_t*>(f);
-    return p ? enter(p, w, name) : nullptr;
-  }
-
-  // Element `i` of a vector of tables.
-  const fb::Table* tableAt(const fb::Vector<fb::uoffset_t>* v, fb::uoffset_t i, const Where& w) {
-    const auto* slot = reinterpret_cast<const std::uint8_t*>(v->Data()) + std::size_t{4} * i;
-    const fb::uoffset_t o = verifier_.VerifyOffset(pos(slot));
-    if (o == 0) corrupt(slot, w, "offset");
-    return enter(slot + o, w, "table");
-  }
-
-  template <typename T>
-  const fb::Vector<T>* vector(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* v = t->GetPointer<const fb::Vector<T>*>(f);
-    if (v && !verifier_.VerifyVector(v)) corrupt(v, w, name);
-    return v;
-  }
-
-  const fb::String* string(const fb::Table* t, FieldId f, const Where& w, const char* name) {
-    if (!t->VerifyOffset(verifier_, f)) corrupt(t, w, name);
-    const auto* s = t->GetPointer<const fb::String*>(f);
-    if (s && !verifier_.VerifyString(s)) corrupt(s, w, name);
-    return s;
-  }
-
-  template <typename T>
-  T scalar(const fb::Table* t, FieldId f, T fallback, const Where& w, const char* name) const {
-    if (!t->VerifyField<T>(verifier_, f, sizeof(T))) corrupt(t, w, name);
-    return t->GetField<T>(f, fallback);
-  }
-
-  std::size_t pos(const void* p) const {
-    return static_cast<std::size_t>(static_cast<const std::uint8_t*>(p) - buf_);
-  }
-
  private:
-  // Tables are entered and left at once: memplan's own traversal has a fixed
-  // depth, so only the vtable check and the table count matter.
-  const fb::Table* enter(const std::uint8_t* p, const Where& w, const char* name) {
-    if (!verifier_.VerifyTableStart(p)) corrupt(p, w, name);
-    verifier_.EndTable();
-    return reinterpret_cast<const fb::Table*>(p);
-  }
-
-  const std::uint8_t* buf_;
   std::size_t file_size_;
-  const std::string& source_;
-  fb::Verifier verifier_;
 };
 
-using TableVector = fb::Vector<fb::uoffset_t>;  // a vector of table offsets
 
 struct RawOp {
   std::string op;
