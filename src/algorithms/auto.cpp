@@ -87,11 +87,14 @@ class Auto : public Algorithm {
 
       // 2. The other orders and fits.
       heur::Placer placer(mp);
-      if (p_.portfolio && best.height > target && budget(p_.portfolio_work) > 0 && !outOfTime()) {
+      std::uint64_t portfolio_work = budget(p_.portfolio_work);
+      if (mp.buffers.size() <= p_.portfolio_min_passes_max_buffers && effort > 0)
+        portfolio_work = std::max(portfolio_work, p_.portfolio_min_passes * (pass_work + 1));
+      if (p_.portfolio && best.height > target && portfolio_work > 0 && !outOfTime()) {
         std::vector<heur::Pass> passes;
         for (const heur::Pass& pass : heur::allPasses())
           if (pass.order != def) passes.push_back(pass);
-        auto r = heur::runPortfolio(mp, placer, passes, target, budget(p_.portfolio_work),
+        auto r = heur::runPortfolio(mp, placer, passes, target, portfolio_work,
                                     std::max<std::uint64_t>(1, pass_work));
         if (best.offer(r.height, r.offsets, heur::passName(r.pass))) {
           best.order = r.order;
