@@ -135,7 +135,8 @@ template <typename F>
 void Placer::forEachList(BufferId id, F&& f) {
   const std::int32_t rs = rs_[id], re = re_[id];
   const std::size_t first = firstBucket(id), last = lastBucket(id);
-  f(buckets_[first].all, [rs, re](const Key& k) { return (k.rs < re) & (k.re > rs); });
+  f(buckets_[first].all,
+    [rs, re](const Key& k) { return static_cast<bool>(int{k.rs < re} & int{k.re > rs}); });
   // Later buckets: started after b did, alive if starting before b ends.
   for (std::size_t j = first + 1; j <= last; ++j)
     f(buckets_[j].own, [re](const Key& k) { return k.rs < re; });
@@ -224,7 +225,7 @@ class GapWalk {
   // exactly the size was found).
   bool visit(Offset lo, Offset hi, bool keep) {
     // Bitwise, not short-circuit: the keep flag is unpredictable.
-    if (__builtin_expect(keep & (lo >= cursor_ + size_), 0)) {  // room below lo
+    if (__builtin_expect(int{keep} & int{lo >= cursor_ + size_}, 0)) {  // room below lo
       const Offset cand = alignUpFast(cursor_);
       if (cand <= lo && size_ <= lo - cand) {
         const Bytes gap = lo - cursor_;
@@ -276,7 +277,7 @@ Offset Placer::choose(BufferId id, Fit fit) {
     const std::int32_t rs = rs_[id], re = re_[id];
     std::size_t k = 0;
     for (; k < keys.size(); ++k)
-      if (!walk.visit(keys[k].lo, keys[k].hi, (keys[k].rs < re) & (keys[k].re > rs))) break;
+      if (!walk.visit(keys[k].lo, keys[k].hi, static_cast<bool>(int{keys[k].rs < re} & int{keys[k].re > rs}))) break;
     work_ += k;
     return walk.result(b);
   }

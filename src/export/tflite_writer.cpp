@@ -38,7 +38,7 @@ constexpr FieldId field(int id) { return static_cast<FieldId>(4 + 2 * id); }
 // TFLite schema: Model's fields in declaration order.
 constexpr int kVersion = 0, kBuffers = 4, kMetadata = 6, kModelFields = 8;
 constexpr int kSubgraphs = 2, kSubgraphTensors = 0, kTensorBuffer = 2;
-constexpr int kBufferData = 0, kBufferOffset = 1;
+constexpr int kBufferOffset = 1;  // field 0 is data
 constexpr int kMetadataName = 0, kMetadataBuffer = 1, kMetadataBufferList = 5;
 constexpr std::string_view kPlanName = "OfflineMemoryAllocation";
 constexpr std::int32_t kPlanVersion = 1;
