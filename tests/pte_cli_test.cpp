@@ -69,6 +69,15 @@ TEST(PteCli, ReportNamesOperatorsAndComparesArenas) {
   EXPECT_EQ(runCli("verify " + q(dataDir() / "executorch-conformance" / "greedy-101-0050.json")).exit_code, 2);
 }
 
+// Tensors a program leaves unplanned (its inputs, no allocation info) are
+// the program's choice: planning it warns of nothing.
+TEST(PteCli, UnplannedProgramInputsAreNoWarning) {
+  const fs::path in = sourceDir() / "examples" / "executorch" / "greedy_gap.pte";
+  const CliResult r = runCli("plan -q " + q(in));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(PteCli, PlanWritesASmallerProgram) {
   const fs::path dir = tempDir("pte-cli-plan");
   const fs::path in = dir / "chain.pte", out = dir / "chain.out.pte", html = dir / "chain.html";

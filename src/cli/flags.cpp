@@ -93,7 +93,9 @@ Input InputFlags::read(const std::string& path, const ImportOptions& base) const
 
 std::vector<std::string> inputWarnings(const Input& input) {
   std::vector<std::string> out;
-  if (!input.model) return out;
+  // A .pte's unplanned tensors are the program's choice (no allocation
+  // info: inputs and outputs its runtime is given), not a guess of memplan's.
+  if (!input.model || input.pte) return out;
   const Model& m = *input.model;
   const Bytes guess = input.import_options.unknown_size_bytes;
   std::vector<std::string> guessed, unplanned;
