@@ -1,8 +1,11 @@
 // Exact search: see exact_search.h for the techniques.
 #include "algorithms/exact_search.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -920,10 +923,62 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
   return out;
 }
 
+// The search recurses once per placed item (search -> decompose ->
+// search), so its depth grows with the pool: thousands of levels, more
+// than a default 8 MiB stack holds under AddressSanitizer. It runs on a
+// thread of its own with a large stack; the pages are only reserved until
+// touched. Same result on any thread: the search is deterministic.
+constexpr std::size_t kSearchStackBytes = std::size_t{512} << 20;
+
+ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
+                                    const ExactParams& params);
+ExactResult minimizeHeightHere(const PoolProblem& problem, const std::vector<Offset>& incumbent,
+                               Bytes lower_bound, const ExactParams& params);
+
+template <typename F>
+ExactResult onLargeStack(F&& f) {
+  struct Job {
+    F* f;
+    ExactResult result;
+    std::exception_ptr error;
+  } job{&f, {}, nullptr};
+  const auto run = [](void* arg) -> void* {
+    Job& j = *static_cast<Job*>(arg);
+    try {
+      j.result = (*j.f)();
+    } catch (...) {
+      j.error = std::current_exception();
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kSearchStackBytes);
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, run, &job);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return f();  // no thread to be had: the caller's stack
+  pthread_join(thread, nullptr);
+  if (job.error) std::rethrow_exception(job.error);
+  return std::move(job.result);
+}
+
 }  // namespace
 
 ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
                                 const ExactParams& params) {
+  return onLargeStack([&] { return solveWithinCapacityHere(problem, capacity, params); });
+}
+
+ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>& incumbent,
+                           Bytes lower_bound, const ExactParams& params) {
+  return onLargeStack([&] { return minimizeHeightHere(problem, incumbent, lower_bound, params); });
+}
+
+namespace {
+
+ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
+                                    const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
   Searcher searcher(merged.problem, params);
   const auto deadline = deadlineOf(params);
@@ -941,8 +996,8 @@ ExactResult solveWithinCapacity(const PoolProblem& problem, Bytes capacity,
   return r;
 }
 
-ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>& incumbent,
-                           Bytes lower_bound, const ExactParams& params) {
+ExactResult minimizeHeightHere(const PoolProblem& problem, const std::vector<Offset>& incumbent,
+                               Bytes lower_bound, const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
   std::vector<Offset> best(merged.problem.buffers.size(), 0);
   for (std::size_t g = 0; g < merged.members.size(); ++g)
@@ -957,4 +1012,5 @@ ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>
   return r;
 }
 
+}  // namespace
 }  // namespace memplan::exact
