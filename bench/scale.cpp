@@ -1,11 +1,13 @@
-// Planning at scale: synthetic lists of 10k to 1M buffers (bench/synthetic.h
-// logUniform: sizes 64 B..1 MiB, lengths 1..1000 steps, ~145 live at once).
-// Prints a markdown table: per size and algorithm the height against the
-// lower bound, wall and CPU seconds and peak RSS, then the growth exponent
-// of each algorithm's CPU time between consecutive sizes.
+// Planning at scale: synthetic lists of 10k to 1M buffers (bench/synthetic.h).
+// Kinds: "sparse" (logUniform: sizes 64 B..1 MiB, lengths 1..1000 steps,
+// ~145 live at once), "dense" (dense: ~1,600 live, sizes 16 B..16 MiB,
+// short and long lifetimes, like training traces) and "dense10k" (~10,000
+// live). Prints a markdown table: per kind, size and algorithm the height
+// against the lower bound, wall and CPU seconds and peak RSS, then the
+// growth exponent of each algorithm's CPU time between consecutive sizes.
 //
-//   scale [--sizes 10000,100000,1000000] [--algorithms auto,best_fit,...]
-//         [--seed S]
+//   scale [--kinds sparse,dense,dense10k] [--sizes 10000,100000,1000000]
+//         [--algorithms auto,best_fit,...] [--seed S]
 //
 // Every (size, algorithm) runs in its own child process, so the peak RSS is
 // that run's alone (list generation included).
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +35,7 @@ using namespace memplan;
 
 struct Row {
   Bytes lb = 0, height = 0;
+  std::size_t live = 0;
   double wall = 0, cpu = 0, rss_mb = 0;
   bool valid = false;
 };
@@ -43,15 +47,36 @@ double cpuSeconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-Row runChild(std::size_t n, const std::string& algorithm, std::uint64_t seed) {
+PoolProblem makeList(const std::string& kind, std::size_t n, std::uint64_t seed) {
+  if (kind == "dense") return bench::dense(n, 1600, seed);
+  if (kind == "dense10k") return bench::dense(n, 10000, seed);
+  return bench::logUniform(n, seed);
+}
+
+// Most buffers alive at one step.
+std::size_t maxLive(const PoolProblem& p) {
+  std::vector<std::pair<TimeValue, int>> ev;
+  for (const Buffer& b : p.buffers) {
+    ev.emplace_back(b.start, 1);
+    ev.emplace_back(b.end, -1);
+  }
+  std::sort(ev.begin(), ev.end());
+  long live = 0, most = 0;
+  for (const auto& e : ev) most = std::max(most, live += e.second);
+  return static_cast<std::size_t>(most);
+}
+
+Row runChild(const std::string& kind, std::size_t n, const std::string& algorithm,
+             std::uint64_t seed) {
   int fd[2];
   if (pipe(fd) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
     Row r;
-    const PoolProblem p = bench::logUniform(n, seed);
+    const PoolProblem p = makeList(kind, n, seed);
     r.lb = lowerBound(p);
+    r.live = maxLive(p);
     auto algo = makeAlgorithm(algorithm);
     if (algo) {
       const double c0 = cpuSeconds();
@@ -92,34 +117,42 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {10000, 100000, 1000000};
   std::vector<std::string> algos = {"auto", "best_fit", "first_fit", "greedy"};
+  std::vector<std::string> kinds = {"sparse"};
   std::uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
       sizes.clear();
       for (const auto& s : split(argv[++i])) sizes.push_back(std::stoull(s));
+    } else if (!std::strcmp(argv[i], "--kinds") && i + 1 < argc) {
+      kinds = split(argv[++i]);
     } else if (!std::strcmp(argv[i], "--algorithms") && i + 1 < argc) {
       algos = split(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::stoull(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: scale [--sizes a,b] [--algorithms x,y] [--seed S]\n");
+      std::fprintf(stderr,
+                   "usage: scale [--kinds sparse,dense,dense10k] [--sizes a,b] "
+                   "[--algorithms x,y] [--seed S]\n");
       return 2;
     }
   }
-  fmt::print("| buffers | LB | algorithm | height | / LB | wall s | cpu s | peak RSS MB |\n");
-  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  fmt::print("| list | buffers | most live | LB | algorithm | height | / LB | wall s | cpu s | "
+             "peak RSS MB |\n");
+  fmt::print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
   std::map<std::string, std::vector<std::pair<std::size_t, double>>> cpu;
   int bad = 0;
-  for (std::size_t n : sizes) {
-    for (const auto& a : algos) {
-      const Row r = runChild(n, a, seed);
-      if (!r.valid) ++bad;
-      fmt::print("| {} | {} | {} | {}{} | {:.4f} | {:.3f} | {:.3f} | {:.0f} |\n", n, r.lb, a,
-                 r.height, r.valid ? "" : " INVALID",
-                 r.lb ? static_cast<double>(r.height) / static_cast<double>(r.lb) : 0.0, r.wall,
-                 r.cpu, r.rss_mb);
-      std::fflush(stdout);
-      cpu[a].emplace_back(n, r.cpu);
+  for (const auto& kind : kinds) {
+    for (std::size_t n : sizes) {
+      for (const auto& a : algos) {
+        const Row r = runChild(kind, n, a, seed);
+        if (!r.valid) ++bad;
+        fmt::print("| {} | {} | {} | {} | {} | {}{} | {:.4f} | {:.3f} | {:.3f} | {:.0f} |\n", kind,
+                   n, r.live, r.lb, a, r.height, r.valid ? "" : " INVALID",
+                   r.lb ? static_cast<double>(r.height) / static_cast<double>(r.lb) : 0.0, r.wall,
+                   r.cpu, r.rss_mb);
+        std::fflush(stdout);
+        cpu[kind + " " + a].emplace_back(n, r.cpu);
+      }
     }
   }
   fmt::print("\nGrowth exponent of CPU time (log ratio of times / log ratio of sizes):\n\n");

@@ -66,6 +66,30 @@ inline PoolProblem logUniform(std::size_t n, std::uint64_t seed) {
   return p;
 }
 
+// Dense lists, like training-memory traces: n buffers, two starting per
+// step, about `live` of them alive at any step whatever n is. Lifetimes
+// are mixed: 60% short temporaries (1-8 steps), 40% log-uniform in
+// 1..M steps with M chosen so the mean number alive is `live`; sizes
+// log-uniform over six orders of magnitude (16 B..16 MiB, aligned to 16).
+inline PoolProblem dense(std::size_t n, double live, std::uint64_t seed) {
+  // Mean alive = 2 x mean lifetime; log-uniform 1..M has mean (M - 1) / ln M.
+  const double short_mean = 4.5, want = live / 2.0;
+  double m = 16;
+  while (0.6 * short_mean + 0.4 * (m - 1) / std::log(m) < want && m < 1e12) m *= 1.01;
+  SplitMix64 rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto start = static_cast<TimeValue>(i / 2);
+    const TimeValue len = rng.below(10) < 6
+                              ? 1 + static_cast<TimeValue>(rng.below(8))
+                              : static_cast<TimeValue>(std::exp(rng.unit() * std::log(m)));
+    const auto bytes = static_cast<Bytes>(std::exp2(4 + rng.unit() * 20));
+    addBuffer(p, start, start + std::max<TimeValue>(1, len), bytes, 16);
+  }
+  return p;
+}
+
 // One decoding step of an LLM-like transformer: per layer a K and a V cache
 // buffer alive the whole step (state between calls), and the block's
 // activations (norm, qkv, scores, probabilities, attention, projections,
