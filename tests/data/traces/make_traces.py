@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Records CPU training-memory traces as MiniMalloc CSV buffer lists.
+
+Each trace is one small architecture built here (no model zoo), created,
+then trained for a few steps under PyTorch's profiler with
+profile_memory=True on the CPU, one thread. Every allocation the profiler
+saw becomes one buffer: its size in bytes and its lifetime [lower, upper)
+in steps of the allocation sequence. Time advances only where a free
+follows an allocation, so buffers freed before another is allocated never
+share a step, and buffers alive together always do: the conflicts are
+exactly those of the real run. Buffers never freed live to the end; frees
+of memory allocated before profiling are ignored.
+
+    python3 -m venv venv && venv/bin/pip install torch==2.13.0
+    venv/bin/python make_traces.py            # writes the CSV files here
+
+The traces in this folder were made with torch 2.13.0+cpu (Linux x86-64).
+"""
+import csv
+import json
+import os
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetish(nn.Module):
+    """A ResNet-101-deep CNN of basic blocks (3, 4, 23, 3), narrow."""
+
+    def __init__(self, width=16, classes=100):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        blocks, cin = [], width
+        for stage, n in enumerate((3, 4, 23, 3)):
+            cout = width * 2 ** stage
+            for i in range(n):
+                blocks.append(BasicBlock(cin, cout, 2 if i == 0 and stage > 0 else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+class UNet(nn.Module):
+    """U-Net: four levels down and up, encoder outputs kept for the decoder."""
+
+    def __init__(self, width=16, levels=4):
+        super().__init__()
+        conv = lambda a, b: nn.Sequential(nn.Conv2d(a, b, 3, 1, 1), nn.BatchNorm2d(b), nn.ReLU(),
+                                          nn.Conv2d(b, b, 3, 1, 1), nn.BatchNorm2d(b), nn.ReLU())
+        self.down = nn.ModuleList()
+        self.up = nn.ModuleList()
+        self.merge = nn.ModuleList()
+        cin = 3
+        for level in range(levels):
+            self.down.append(conv(cin, width << level))
+            cin = width << level
+        self.mid = conv(cin, cin * 2)
+        cin *= 2
+        for level in reversed(range(levels)):
+            self.up.append(nn.ConvTranspose2d(cin, width << level, 2, 2))
+            self.merge.append(conv(2 * (width << level), width << level))
+            cin = width << level
+        self.out = nn.Conv2d(cin, 1, 1)
+
+    def forward(self, x):
+        skips = []
+        for d in self.down:
+            x = d(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = self.mid(x)
+        for up, merge in zip(self.up, self.merge):
+            x = merge(torch.cat([up(x), skips.pop()], 1))
+        return self.out(x)
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens, dim):
+        super().__init__()
+        self.n1 = nn.LayerNorm(dim)
+        self.tok = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Linear(2 * tokens, tokens))
+        self.n2 = nn.LayerNorm(dim)
+        self.ch = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.tok(self.n1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.ch(self.n2(x))
+
+
+class Mixer(nn.Module):
+    """MLP-Mixer: 4x4 patches of 32x32 images, 32 blocks."""
+
+    def __init__(self, dim=128, depth=32, classes=100):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, 4, 4)
+        self.blocks = nn.Sequential(*[MixerBlock(64, dim) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        return self.head(self.norm(self.blocks(x)).mean(1))
+
+
+class Encoder(nn.Module):
+    """Transformer encoder (pre-norm), token embedding and a classifier."""
+
+    def __init__(self, vocab=1000, dim=128, heads=4, depth=32, classes=100):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.1, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.head(self.enc(self.emb(x)).mean(1))
+
+
+class Lstm(nn.Module):
+    """Three-layer LSTM language model, unrolled by hand (one cell per step)."""
+
+    def __init__(self, vocab=1000, dim=128, layers=3):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.cells = nn.ModuleList([nn.LSTMCell(dim, dim) for _ in range(layers)])
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, x):
+        h = self.emb(x)
+        for cell in self.cells:
+            state = (h.new_zeros(h.shape[0], h.shape[2]), h.new_zeros(h.shape[0], h.shape[2]))
+            outs = []
+            for t in range(h.shape[1]):
+                state = cell(h[:, t], state)
+                outs.append(state[0])
+            h = torch.stack(outs, 1)
+        return self.head(h)
+
+
+def record(make, data, loss_fn, steps, optimizer):
+    """Builds the model and its optimizer, trains `steps` steps; returns the
+    profiler's memory events (address, bytes; bytes < 0 frees) in order."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model = make()
+        opt = optimizer(model.parameters())
+        for _ in range(steps):
+            x, y = data()
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            opt.step()
+        del model, opt
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    mem = [e["args"] for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    mem.sort(key=lambda a: a["Ev Idx"])
+    return [(a["Addr"], a["Bytes"]) for a in mem]
+
+
+def buffers(events):
+    """Allocation events -> (lower, upper, size), time advancing only where a
+    free follows an allocation."""
+    t, last_alloc, live, out = 0, False, {}, []
+    for addr, nbytes in events:
+        if nbytes > 0:
+            live[addr] = (t, nbytes)
+            last_alloc = True
+        elif nbytes < 0:
+            if last_alloc:
+                t += 1
+                last_alloc = False
+            if addr in live:
+                start, size = live.pop(addr)
+                out.append((start, t, size))
+    end = t + 1
+    out.extend((start, end, size) for start, size in live.values())
+    out.sort()
+    return [(lo, max(hi, lo + 1), size) for lo, hi, size in out]
+
+
+def write(name, rows):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["id", "lower", "upper", "size"])
+        for i, (lo, hi, size) in enumerate(rows):
+            w.writerow([i, lo, hi, size])
+    live = most = 0
+    for _, d in sorted([(lo, 1) for lo, _, _ in rows] + [(hi, -1) for _, hi, _ in rows]):
+        live += d
+        most = max(most, live)
+    print(f"{name}: {len(rows)} buffers, at most {most} live at once", file=sys.stderr)
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    images = lambda n, side: (lambda: (torch.randn(n, 3, side, side), torch.randint(0, 100, (n,))))
+    tokens = lambda n, seq: (lambda: (torch.randint(0, 1000, (n, seq)), torch.randint(0, 100, (n,))))
+    adam = lambda p: torch.optim.Adam(p, lr=1e-3)
+    sgd = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)
+    ce = F.cross_entropy
+
+    def lm_data():
+        x = torch.randint(0, 1000, (8, 128))
+        return x, torch.roll(x, -1, 1)
+
+    def seg_data():
+        return torch.randn(4, 3, 64, 64), torch.rand(4, 1, 64, 64)
+
+    seg_loss = F.binary_cross_entropy_with_logits
+    lm_loss = lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    traces = {
+        "resnet101ish_train": (ResNetish, images(8, 32), ce, 5, sgd),
+        "transformer_train": (Encoder, tokens(8, 64), ce, 3, adam),
+        "mixer_train": (Mixer, images(8, 32), ce, 3, adam),
+        "lstm_train": (Lstm, lm_data, lm_loss, 3, adam),
+        "unet_train": (UNet, seg_data, seg_loss, 8, adam),
+    }
+    only = set(sys.argv[1:])
+    for name, (make, data, loss_fn, steps, opt) in traces.items():
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        write(name, buffers(record(make, data, loss_fn, steps, opt)))
+
+
+if __name__ == "__main__":
+    main()
