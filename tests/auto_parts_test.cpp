@@ -1,6 +1,6 @@
 // "auto" is never larger than any of its built-in heuristics (first fit and
 // best fit in their default order, ExecuTorch's greedy when its plan is
-// safe), on random lists of 10 to 200,000 buffers: model-like and
+// safe) nor than local_search at the same effort, on random lists of 10 to 200,000 buffers: model-like and
 // log-uniform lists, and small lists with every feature (in-place groups,
 // pins, gaps, hints, odd alignments, zero sizes, a reserved prefix). Every
 // plan passes the independent placement check. Under the sanitizers the
@@ -90,6 +90,11 @@ int check(const PoolProblem& p, const std::string& what) {
     EXPECT_LE(a.size, s.size) << what << " " << part;
     best = std::min(best, s.size);
   }
+  // local_search is auto's first stages, at the same effort.
+  const PoolSolution ls = makeAlgorithm("local_search")->solve(p, quick);
+  EXPECT_EQ(pool::checkPlacement(p, ls.offsets), "") << what << " local_search";
+  EXPECT_LE(a.size, ls.size) << what << " local_search";
+  best = std::min(best, ls.size);
   bool pinned = false;
   for (const Buffer& b : p.buffers) pinned = pinned || b.fixed_offset.has_value();
   if (!pinned) {
@@ -114,7 +119,7 @@ TEST(AutoParts, NeverLargerOnSmallFeatureLists) {
       better += check(featureList(rng, n), "features n=" + std::to_string(n) + " #" + std::to_string(k));
   }
   std::printf("%d feature lists, auto strictly smaller than every part on %d\n", lists, better);
-  EXPECT_GT(better, lists / 10);  // the later stages do find better plans
+  EXPECT_GT(better, lists / 20);  // the later stages do find better plans
 }
 
 TEST(AutoParts, NeverLargerOnLargeLists) {

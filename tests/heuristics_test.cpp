@@ -255,6 +255,58 @@ TEST(BestFit, EveryOrderAndFitGivesValidPlans) {
   }
 }
 
+// The run tree and the buckets index the same placed set: every choice is
+// the same, in full passes (every order and fit, leaves of 1 to 16 ranks)
+// and in incremental use (buffers lifted and placed again, as the local
+// search does).
+TEST(Placer, RunTreeChoosesAsTheBucketsDo) {
+  Rng rng(41);
+  int compared = 0;
+  for (int iter = 0; iter < 1500; ++iter) {
+    PoolProblem p = randomProblem(rng, 60);
+    if (iter % 2 == 0)  // long lifetimes too: many leaves per buffer
+      for (Buffer& b : p.buffers) b.end += static_cast<TimeValue>(rng.below(b.id % 3 == 0 ? 60 : 3));
+    const auto merged = pool::mergeInplace(p);
+    heur::PlacerParams tree_params, bucket_params;
+    tree_params.index = heur::PlacerParams::Index::Tree;
+    tree_params.leaf_ranks = 1 + rng.below(16);
+    bucket_params.index = heur::PlacerParams::Index::Buckets;
+    heur::Placer tree(merged.problem, tree_params), buckets(merged.problem, bucket_params);
+    if (!tree.usesTree()) continue;  // gaps (in-place groups): buckets only
+    ASSERT_FALSE(buckets.usesTree());
+    ++compared;
+    const std::size_t n = merged.problem.buffers.size();
+    std::vector<Offset> a(n), b(n);
+    for (heur::Order o : heur::kAllOrders) {
+      const auto order = heur::makeOrder(merged.problem, o);
+      for (heur::Fit f : {heur::Fit::Best, heur::Fit::First}) {
+        ASSERT_EQ(tree.place(order, 0, f, a), buckets.place(order, 0, f, b)) << iter;
+        ASSERT_EQ(a, b) << "iteration " << iter << " " << heur::passName({o, f});
+      }
+    }
+    // Lift a few buffers at a time and place them again.
+    for (int move = 0; move < 30; ++move) {
+      std::vector<BufferId> lifted;
+      for (std::size_t k = 0, m = 1 + rng.below(4); k < m; ++k) {
+        const auto id = static_cast<BufferId>(rng.below(n));
+        if (merged.problem.buffers[id].fixed_offset || !tree.marked(id)) continue;
+        tree.unmark(id);
+        buckets.unmark(id);
+        lifted.push_back(id);
+      }
+      const heur::Fit f = rng.below(2) ? heur::Fit::Best : heur::Fit::First;
+      for (BufferId id : lifted) {
+        const Offset at = tree.choose(id, f);
+        ASSERT_EQ(at, buckets.choose(id, f)) << "iteration " << iter << " move " << move;
+        ASSERT_EQ(tree.fits(id, at), buckets.fits(id, at));
+        tree.mark(id, at);
+        buckets.mark(id, at);
+      }
+    }
+  }
+  EXPECT_GT(compared, 700);
+}
+
 TEST(Algorithms, RandomListsGiveValidPlansAtOrAboveTheBound) {
   Rng rng(12345);
   AlgorithmParams params;

@@ -2,7 +2,7 @@
 //
 // For every graph and every registered algorithm: the plan passes the
 // verifier and the replay; the exact search is never above a heuristic; auto
-// is deterministic; a corrupted plan that the replay rejects is rejected by
+// is deterministic and never above an algorithm it contains; a corrupted plan that the replay rejects is rejected by
 // the verifier too. MEMPLAN_PROPERTY_GRAPHS sets the number of graphs
 // (default 2000; nightly runs use more).
 #include <gtest/gtest.h>
@@ -193,6 +193,44 @@ TEST(Property, AutoIsDeterministic) {
     if (writePlanJson(*a, &c.model) != writePlanJson(*b, &c.model) && failures++ < kMaxReported)
       ADD_FAILURE() << c.summary << ": two auto runs gave different plan JSON";
   }
+}
+
+// auto is never larger than any algorithm it contains, pool by pool, at the
+// same effort: first fit and best fit (run in full), ExecuTorch's greedy
+// (when its plan is safe) and local_search (auto's first stages, run the
+// same way). Graphs with control-flow bodies are left out: a body's arena
+// becomes its parent's reserved prefix, so the parents' problems differ.
+TEST(Property, AutoNeverAboveItsParts) {
+  const std::uint64_t graphs = graphCount(2000) / 8;
+  int failures = 0;
+  std::uint64_t compared = 0;
+  for (std::uint64_t i = 0; i < graphs && failures < kMaxReported; ++i) {
+    auto params = paramsForIndex(i * 8 + 1);
+    params.huge_sizes = false;
+    const RandomCase c = randomCase(i * 8 + 1, params);
+    if (c.model.graphs.size() != 1) continue;
+    const double effort = i % 4 == 0 ? 0.3 : 0.05;
+    const std::optional<Plan> a = planCase(c, "auto", false, failures, effort);
+    if (!a) continue;
+    for (const char* part : {"first_fit", "best_fit", "greedy", "local_search"}) {
+      const std::optional<Plan> p = planCase(c, part, false, failures, effort);
+      if (!p || p->main().pools.size() != a->main().pools.size()) continue;
+      // ExecuTorch's plan only counts where it is safe.
+      if (std::string(part) == "greedy" && !verifyPlan(*p).ok()) continue;
+      for (std::size_t k = 0; k < p->main().pools.size(); ++k) {
+        const PoolInfo& x = a->main().pools[k];
+        const PoolInfo& y = p->main().pools[k];
+        if (x.mem_id != y.mem_id) continue;
+        ++compared;
+        if (x.size > y.size && failures++ < kMaxReported)
+          ADD_FAILURE() << c.summary << ": auto needs " << x.size << " bytes in pool " << x.mem_id
+                        << ", " << part << " " << y.size;
+      }
+    }
+  }
+  std::printf("auto against its parts: %llu pool comparisons\n",
+              static_cast<unsigned long long>(compared));
+  EXPECT_GT(compared, graphs);
 }
 
 // Corrupt valid plans (move one allocation); the shadow kinds must agree,

@@ -8,6 +8,7 @@
 // those facts, never on an algorithm's name.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,6 +47,13 @@ struct PoolProblem {
   std::optional<Bytes> capacity;        // pool size limit, if any
 };
 
+// What one stage of a search had reached when it ended.
+struct SearchStage {
+  std::string stage;                    // "heuristics", "local search", "exact"
+  Bytes size = 0;                       // pool bytes of the best plan so far
+  std::uint64_t work = 0;               // work units the stage spent
+};
+
 struct PoolSolution {
   std::vector<Offset> offsets;          // absolute (reserved prefix included)
   std::vector<std::int32_t> mem_obj_ids;  // ExecuTorch shared object ids, or
@@ -58,6 +66,13 @@ struct PoolSolution {
   // most a better algorithm could still gain.
   Bytes lower_bound = 0;
   std::uint64_t work = 0;               // search nodes / moves spent
+  // The searches' stages in order, each with the size reached (empty for
+  // the one-pass algorithms).
+  std::vector<SearchStage> stages;
+  // Why the search ended before its work budget: "" (it did not),
+  // "time limit" (AlgorithmParams::time_limit_seconds) or "interrupted"
+  // (AlgorithmParams::stop). The plan is the best found until then.
+  std::string stopped;
 };
 
 // What every algorithm shares. Effort is counted in work units (nodes,
@@ -65,11 +80,17 @@ struct PoolSolution {
 // switches live in its own params struct (src/algorithms).
 struct AlgorithmParams {
   double effort = 1.0;                  // scales every work budget
-  double time_limit_seconds = 0;        // 0 = none; optional wall-clock cap
-                                        // (the result can only improve with
-                                        // more time, never get worse)
+  double time_limit_seconds = 0;        // 0 = none; optional wall-clock cap on
+                                        // top of the work budgets. Where it cuts
+                                        // a search short, the plan depends on
+                                        // the machine's speed and load: not
+                                        // repeatable (PoolSolution::stopped)
   std::uint64_t seed = 0x6d656d706c616eULL;  // for randomized perturbation
   std::function<void(std::string_view)> progress;  // optional status line
+  // Optional: another thread (the CLI on Ctrl-C) sets it to end the search
+  // early; the best plan found so far is returned (PoolSolution::stopped).
+  // The first complete plan is always finished.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // How a plan's bufsizes are laid out around the pools' reserved prefixes.

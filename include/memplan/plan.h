@@ -34,6 +34,8 @@ struct PoolInfo {
   bool proven_optimal = false;
   std::uint64_t work = 0;
   bool state = false;                // holds the state the methods share
+  std::vector<SearchStage> stages;   // what each search stage reached (auto)
+  std::string stopped;               // "", "time limit" or "interrupted"
 };
 
 struct GraphPlan {
@@ -104,6 +106,9 @@ struct Plan {
   SourceInfo source;                 // the input's file (empty: in memory)
   ImportOptions import_options;      // how the input was read
   double planning_seconds = 0;
+  // "" when every search ran its work budget; else why one was cut short
+  // ("time limit", "interrupted") and the plan is the best found until then.
+  std::string search_stopped;
   const GraphPlan& main() const { return graphs.at(0); }
 };
 

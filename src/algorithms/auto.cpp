@@ -14,12 +14,11 @@
 #include "algorithms/greedy.h"
 #include "algorithms/local_search.h"
 #include "algorithms/pool_util.h"
+#include "algorithms/stop.h"
 
 namespace memplan {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The lowest placement so far.
 struct Best {
@@ -45,7 +44,8 @@ class Auto : public Algorithm {
     static const AlgorithmInfo kInfo{
         .name = "auto",
         .summary = "memplan's default: best fit, first fit and ExecuTorch's greedy, then other "
-                   "orders, local search and exact search; keeps the smallest",
+                   "orders, local search and exact search while above the lower bound; keeps the "
+                   "smallest",
         .honours_gaps = true,
         .honours_hints = true,
         .selects = true};
@@ -53,20 +53,21 @@ class Auto : public Algorithm {
   }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    const auto t0 = Clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-    auto outOfTime = [&] {
-      return params.time_limit_seconds > 0 && elapsed() >= params.time_limit_seconds;
-    };
+    StopWatch watch(params.time_limit_seconds, params.stop);
     const double effort = std::max(0.0, params.effort);
     auto budget = [&](std::uint64_t work) {
       return static_cast<std::uint64_t>(std::min(1e18, effort * static_cast<double>(work)));
     };
+    std::vector<SearchStage> stages;
 
     PoolSolution sol = pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
                                                        const pool::Bounds& bounds) {
       const PoolProblem& mp = m.problem;
+      const std::size_t n = mp.buffers.size();
       const Bytes target = bounds.target;
+      // Good enough: at most gap_tolerance above the bound.
+      const Bytes enough =
+          target + static_cast<Bytes>(std::max(0.0, p_.gap_tolerance) * static_cast<double>(target));
       auto report = [&](std::string_view stage, Bytes height) {
         if (!params.progress) return;
         params.progress(fmt::format("{}: height {} ({:.4f}x lower bound {})", stage, height,
@@ -76,75 +77,115 @@ class Auto : public Algorithm {
                                     target));
       };
       Best best;
-      std::uint64_t work = 0;
+      std::uint64_t work = 0, stage_work = 0;
+      auto record = [&](const char* stage) {
+        stages.push_back({stage, best.height + bounds.padding, work - stage_work});
+        stage_work = work;
+        report(stage, best.height);
+      };
+      auto open = [&] { return best.height > enough && !watch.due(); };
 
       // 1. The built-in heuristics, in full.
       const heur::Order def = heur::FitParams{}.order;
       const std::vector<BufferId> order = heur::makeOrder(mp, def);
       std::uint64_t pass_work = 0;  // one pass of first fit
       runParts(problem, m, order, target, best, work, pass_work);
-      report("heuristics", best.height);
 
       // 2. The other orders and fits.
       heur::Placer placer(mp);
       std::uint64_t portfolio_work = budget(p_.portfolio_work);
-      if (mp.buffers.size() <= p_.portfolio_min_passes_max_buffers && effort > 0)
-        portfolio_work = std::max(portfolio_work, p_.portfolio_min_passes * (pass_work + 1));
-      if (p_.portfolio && best.height > target && portfolio_work > 0 && !outOfTime()) {
+      if (n <= p_.portfolio_full_max_buffers && effort > 0) portfolio_work = ~std::uint64_t{0};
+      if (p_.portfolio && best.height > target && portfolio_work > 0 && !watch.due()) {
         std::vector<heur::Pass> passes;
         for (const heur::Pass& pass : heur::allPasses())
           if (pass.order != def) passes.push_back(pass);
         auto r = heur::runPortfolio(mp, placer, passes, target, portfolio_work,
-                                    std::max<std::uint64_t>(1, pass_work));
+                                    std::max<std::uint64_t>(1, pass_work), &watch);
         if (best.offer(r.height, r.offsets, heur::passName(r.pass))) {
           best.order = r.order;
           best.fit = r.pass.fit;
         }
-        report("portfolio", best.height);
+        work += placer.work();
       }
-      work += placer.work();
+      record("heuristics");
 
       // 3. Local search.
-      if (p_.local_search && best.height > target && effort > 0 &&
-          mp.buffers.size() <= p_.local_search_max_buffers && !outOfTime()) {
+      const bool searchable = effort > 0 && n <= p_.local_search_max_buffers;
+      auto localSearch = [&](std::uint64_t limit, std::uint64_t seed) {
         heur::LocalSearchParams lp;
-        lp.seed = params.seed;
-        lp.target = target;
-        if (params.time_limit_seconds > 0)
-          lp.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+        lp.seed = seed;
+        lp.target = enough;
+        lp.watch = &watch;
         lp.progress = params.progress;
-        lp.work_limit = budget(std::min(p_.local_search_max_work,
-                                        p_.local_search_base_work +
-                                            p_.local_search_work_per_buffer * mp.buffers.size()));
+        lp.work_limit = limit;
+        lp.pass_work = pass_work;
         if (best.order.empty()) best.order = order;
+        const std::uint64_t before = placer.work();
         auto r = heur::improvePlacement(mp, placer, best.order, best.fit, best.offsets, lp);
-        work += r.work;
-        best.offer(r.height, r.offsets, "local_search");
-        report("local search", best.height);
+        work += placer.work() - before;
+        return best.offer(r.height, r.offsets, "local_search");
+      };
+      if (p_.local_search && searchable && open()) {
+        const std::uint64_t linear = std::min(
+            p_.local_search_max_work,
+            p_.local_search_base_work + p_.local_search_work_per_buffer * static_cast<std::uint64_t>(n));
+        localSearch(budget(std::max(linear, p_.local_search_min_passes * pass_work)), params.seed);
+        record("local search");
+      }
+      pool::Placement out;
+      if (p_.stop_after_local_search) {
+        out.offsets = std::move(best.offsets);
+        out.label = best.label;
+        out.work = work;
+        return out;
       }
 
       // 4. Exact search.
-      pool::Placement out;
-      if (p_.exact_search && best.height > target && effort > 0 &&
-          mp.buffers.size() <= p_.exact_max_buffers && !outOfTime()) {
+      auto exactSearch = [&] {
         exact::ExactParams ep;
-        ep.node_limit = budget(ep.node_limit);
-        if (params.time_limit_seconds > 0)
-          ep.time_limit_seconds = std::max(1e-3, params.time_limit_seconds - elapsed());
+        ep.node_limit = budget(p_.exact_node_limit);
+        if (watch.limited()) ep.time_limit_seconds = watch.remaining();
+        ep.stop = params.stop;
         const exact::ExactResult r = exact::minimizeHeight(mp, best.offsets, target, ep);
         work += r.nodes;
-        if (r.found && r.height < best.height &&
-            pool::checkPlacement(mp, r.offsets).empty())
-          best.offer(r.height, r.offsets, "exact");
+        bool gained = false;
+        if (r.found && r.height < best.height && pool::checkPlacement(mp, r.offsets).empty())
+          gained = best.offer(r.height, r.offsets, "exact");
         if (r.proven_optimal && r.height <= best.height) out.proven_optimal = true;
-        out.proven_height = r.proven_bound;
-        report("exact search", best.height);
+        out.proven_height = std::max(out.proven_height, r.proven_bound);
+        if (r.stopped) watch.due();
+        return gained;
+      };
+      if (p_.exact_search && effort > 0 && open()) {
+        exactSearch();
+        record("exact");
+      }
+
+      // 5. Anytime: rounds of local search from the best placement, each
+      //    with a seed of its own (which moves pay off is a matter of
+      //    chance on large pools), then exact search if a round gained.
+      if (p_.anytime && p_.local_search && searchable && open() && !out.proven_optimal) {
+        const std::uint64_t more = std::min(
+            p_.anytime_max_work,
+            p_.anytime_base_work + p_.anytime_work_per_buffer * static_cast<std::uint64_t>(n));
+        const std::uint64_t rounds = std::max<std::uint64_t>(1, p_.anytime_rounds);
+        bool gained = false;
+        for (std::uint64_t k = 1; k <= rounds && open(); ++k)
+          gained = localSearch(budget(more / rounds), params.seed + k) || gained;
+        record("local search");
+        if (gained && p_.exact_search && open()) {
+          exactSearch();
+          record("exact");
+        }
       }
       out.offsets = std::move(best.offsets);
       out.label = "auto:" + best.label;
       out.work = work;
       return out;
     });
+    sol.stages = std::move(stages);
+    // Cut short only if the search would have gone on.
+    if (!watch.reason().empty() && !sol.proven_optimal) sol.stopped = watch.reason();
     return sol;
   }
 

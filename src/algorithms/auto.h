@@ -1,7 +1,8 @@
 // "auto", memplan's default algorithm, and its settings.
 //
 // Per pool, on the merged problem (pool_util.h), keeping the lowest
-// placement found so far (the first found wins ties):
+// placement found so far (the first found wins ties). A plan within
+// gap_tolerance of the lower bound is good enough: no later stage runs.
 //  1. The built-in heuristics, each run in full, so auto is never larger
 //     than any of them, on any input of any size: first fit and best fit
 //     in their default order (best_fit.h), and ExecuTorch's greedy
@@ -11,14 +12,22 @@
 //     that order, and first fit at the lower bound ends the others early.
 //  2. The other orders and fits of the portfolio, within a work budget.
 //  3. Iterated local search from the best placement (local_search.h),
-//     within a work budget.
+//     within a work budget that grows with the pool. Stages 1-3 are the
+//     "local_search" algorithm, run the same way, so auto is never larger
+//     than it either.
 //  4. Exact search from the best placement toward the lower bound
 //     (exact_search.h), within a node budget; it may prove the height
-//     optimal or raise the proven lower bound.
-// Every stage stops once the lower bound is reached. Budgets are work
-// counters scaled by AlgorithmParams::effort (deterministic); the optional
-// time limit only cuts later stages short, so more time never gives a
-// larger plan.
+//     optimal or raise the proven lower bound. Large pools search a window
+//     of buffers around the peak (ExactParams::window_threshold).
+//  5. Anytime: while the plan is still above the tolerance, rounds of
+//     local search (each from the best placement, with a seed of its own)
+//     within a budget that grows with the pool, then exact search again if
+//     they gained.
+// Budgets are work counters scaled by AlgorithmParams::effort, so the same
+// input gives the same plan on any machine under any load. The optional
+// time limit and stop flag (AlgorithmParams) only cut later stages short:
+// stage 1's first fit always completes, and more time never gives a larger
+// plan. The solution lists what each stage reached (PoolSolution::stages).
 #pragma once
 
 #include <cstddef>
@@ -37,26 +46,34 @@ struct AutoParams {
   bool portfolio = true;           // the other orders and fits (stage 2)
   bool local_search = true;        // stage 3
   bool exact_search = true;        // stage 4
-  // Budgets at effort 1, in placer work units (entries examined; one pass
-  // over n buffers costs about 200 n on model-like lists, so the portfolio
-  // runs in full below ~10k buffers and not at all above ~100k).
+  bool anytime = true;             // stage 5
+  // Stop after stage 3: the "local_search" algorithm.
+  bool stop_after_local_search = false;
+  // A plan at most this share above the lower bound ends the search.
+  double gap_tolerance = 1e-4;
+  // Budgets at effort 1, in placer work units (runs and entries examined;
+  // 5-15 ns each on this machine class).
+  // Stage 2: passes within portfolio_work, except that pools up to
+  // portfolio_full_max_buffers run every pass: a pass is cheap there, and
+  // the orders differ most on real traces (a CPU training trace of a
+  // ResNet: best_fit(breadth) 1.0013x the lower bound where the default
+  // order gives 1.0168x).
   std::uint64_t portfolio_work = 16'000'000;
-  // Pools up to portfolio_min_passes_max_buffers get at least this many
-  // passes' worth of portfolio work (a pass costs what first fit cost),
-  // however much a pass costs: on dense real traces the second order is
-  // where the gain is (S_1, 28,526 buffers: 1.025x -> 1.0025x the lower
-  // bound for ~0.4 s).
-  std::uint64_t portfolio_min_passes = 2;
-  std::size_t portfolio_min_passes_max_buffers = 50'000;
+  std::size_t portfolio_full_max_buffers = 50'000;
+  // Stage 3: base + per buffer, capped; at least this many passes' worth
+  // (a reorder move is a pass).
   std::uint64_t local_search_base_work = 2'000'000;
-  std::uint64_t local_search_work_per_buffer = 500;
-  std::uint64_t local_search_max_work = 16'000'000;
-  // No local search above this many (merged) buffers: one move changes
-  // too little of so large a pool (measured: nothing gained at 100k).
-  std::size_t local_search_max_buffers = 50'000;
-  // Exact search only on pools up to this many (merged) buffers; above, it
-  // searches a window of the buffers around the peak.
-  std::size_t exact_max_buffers = 5'000;
+  std::uint64_t local_search_work_per_buffer = 2'000;
+  std::uint64_t local_search_max_work = 100'000'000;
+  std::uint64_t local_search_min_passes = 8;
+  std::size_t local_search_max_buffers = 200'000;
+  // Stage 4: search nodes per call.
+  std::uint64_t exact_node_limit = 500'000;
+  // Stage 5: base + per buffer, capped (placer work units), in rounds.
+  std::uint64_t anytime_rounds = 2;
+  std::uint64_t anytime_base_work = 4'000'000;
+  std::uint64_t anytime_work_per_buffer = 6'000;
+  std::uint64_t anytime_max_work = 400'000'000;
 };
 
 std::unique_ptr<Algorithm> makeAutoAlgorithm(const AutoParams& params);

@@ -157,7 +157,8 @@ std::vector<BufferId> makeOrder(const PoolProblem& merged, Order order) {
 
 PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
                              std::span<const Pass> passes, Bytes stop_at,
-                             std::uint64_t work_cap, std::uint64_t pass_estimate) {
+                             std::uint64_t work_cap, std::uint64_t pass_estimate,
+                             StopWatch* watch) {
   PortfolioResult best;
   best.height = std::numeric_limits<Bytes>::max();
   std::vector<Offset> offsets(merged.buffers.size(), 0);
@@ -170,6 +171,7 @@ PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
     // Not a pass that would overrun the cap (the first runs unless an
     // estimate says so).
     if ((k > 0 || pass_estimate > 0) && (spent >= work_cap || work_cap - spent < pass_cost)) break;
+    if (best.passes > 0 && watch && watch->due()) break;
     if (k == 0 || p.order != passes[k - 1].order) order = makeOrder(merged, p.order);
     const std::uint64_t before = placer.work();
     const Bytes h = placer.place(order, 0, p.fit, offsets);

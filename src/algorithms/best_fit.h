@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/placer.h"
+#include "algorithms/stop.h"
 #include "memplan/algorithm.h"
 
 namespace memplan::heur {
@@ -61,11 +62,12 @@ struct PortfolioResult {
 };
 // Runs `passes` in turn; stops at `stop_at`, or before a pass that would
 // take the work past `work_cap` (as costly as the costliest so far, or
-// `pass_estimate`; without an estimate the first pass always runs).
+// `pass_estimate`; without an estimate the first pass always runs), or
+// once `watch` is due (after the first pass).
 PortfolioResult runPortfolio(const PoolProblem& merged, Placer& placer,
                              std::span<const Pass> passes, Bytes stop_at = 0,
                              std::uint64_t work_cap = ~std::uint64_t{0},
-                             std::uint64_t pass_estimate = 0);
+                             std::uint64_t pass_estimate = 0, StopWatch* watch = nullptr);
 // Every order with best fit then first fit.
 std::vector<Pass> allPasses();
 

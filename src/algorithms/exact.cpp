@@ -1,9 +1,9 @@
-// The "exact" algorithm: the best heuristic plan (auto without its exact
-// stage, or local_search if lower) gives an upper bound, then the exact
-// search (exact_search.h) lowers it toward the lower bound, with a node
-// budget scaled by AlgorithmParams::effort (deterministic) and the
-// optional time cap. The shared skeleton (pool::solveOffsets) merges the
-// in-place groups, checks the pins and fills the solution.
+// The "exact" algorithm: auto's plan (every stage, so never larger than
+// auto or anything auto contains) gives an upper bound, then the exact
+// search (exact_search.h) lowers it toward the lower bound with a node
+// budget of its own, scaled by AlgorithmParams::effort (deterministic),
+// and the optional time cap. The shared skeleton (pool::solveOffsets)
+// merges the in-place groups, checks the pins and fills the solution.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,6 +11,7 @@
 #include "algorithms/auto.h"
 #include "algorithms/exact_search.h"
 #include "algorithms/pool_util.h"
+#include "algorithms/stop.h"
 #include "memplan/algorithm.h"
 
 namespace memplan {
@@ -27,19 +28,14 @@ class ExactAlgorithm : public Algorithm {
     return kInfo;
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    // Start from the best heuristic plan (auto without its exact stage, and
-    // local_search), so the search never ends above any heuristic.
-    AutoParams heuristic;
-    heuristic.exact_search = false;
     AlgorithmParams hp = params;
     hp.progress = nullptr;
-    PoolSolution start = makeAutoAlgorithm(heuristic)->solve(problem, hp);
-    if (const auto ls = makeAlgorithm("local_search")) {
-      PoolSolution other = ls->solve(problem, hp);
-      if (other.size < start.size) start = std::move(other);
-    }
-    return pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
-                                           const pool::Bounds& bounds) {
+    const PoolSolution start = makeAutoAlgorithm(AutoParams{})->solve(problem, hp);
+    if (!start.stopped.empty()) return relabel(start);
+    StopWatch watch(params.time_limit_seconds, params.stop);
+    bool stopped = false;
+    PoolSolution s = pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
+                                                     const pool::Bounds& bounds) {
       std::vector<Offset> incumbent(m.members.size());
       for (std::size_t g = 0; g < incumbent.size(); ++g)
         incumbent[g] = start.offsets[m.members[g].front()];
@@ -47,13 +43,27 @@ class ExactAlgorithm : public Algorithm {
       const double scaled = std::max(0.0, params.effort) * static_cast<double>(ep.node_limit);
       ep.node_limit = static_cast<std::uint64_t>(std::min(scaled, 1e15));
       ep.time_limit_seconds = params.time_limit_seconds;
-      const exact::ExactResult r = exact::minimizeHeight(m.problem, incumbent, bounds.target, ep);
+      ep.stop = params.stop;
+      exact::ExactResult r = exact::minimizeHeight(m.problem, incumbent, bounds.target, ep);
+      stopped = r.stopped;
+      if (r.height > pool::placementHeight(m.problem, incumbent)) r.offsets = incumbent;  // never worse
       return pool::Placement{.offsets = r.offsets,
                              .label = "exact",
-                             .work = r.nodes,
-                             .proven_optimal = r.proven_optimal,
-                             .proven_height = r.proven_bound};
+                             .work = start.work + r.nodes,
+                             .proven_optimal = r.proven_optimal || start.proven_optimal,
+                             .proven_height = std::max(r.proven_bound, start.lower_bound -
+                                                       std::min(start.lower_bound, bounds.padding))};
     });
+    s.stages = start.stages;
+    s.stages.push_back({"exact", s.size, s.work - start.work});
+    if (stopped && watch.due()) s.stopped = watch.reason();
+    return s;
+  }
+
+ private:
+  static PoolSolution relabel(PoolSolution s) {
+    s.algorithm = "exact";
+    return s;
   }
 };
 

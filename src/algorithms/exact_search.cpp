@@ -137,6 +137,7 @@ class Searcher {
  public:
   Searcher(const PoolProblem& merged, const ExactParams& params)
       : p_(params), base_(merged.reserved) {
+    stop_ = params.stop;
     const auto& bufs = merged.buffers;
     const std::size_t n = bufs.size();
     fixed_offsets_.assign(n, 0);
@@ -466,7 +467,8 @@ class Searcher {
     if (nodes_left_ == 0 || timed_out_) return Status::kAborted;
     --nodes_left_;
     ++nodes_;
-    if (deadline_ && (nodes_ & 1023) == 0 && Clock::now() >= *deadline_) {
+    if ((nodes_ & 1023) == 0 && ((deadline_ && Clock::now() >= *deadline_) ||
+                                 (stop_ && stop_->load(std::memory_order_relaxed)))) {
       timed_out_ = true;
       return Status::kAborted;
     }
@@ -730,6 +732,7 @@ class Searcher {
   std::vector<std::size_t> perm_scratch_;
   std::uint64_t nodes_ = 0, nodes_left_ = 0;
   const Clock::time_point* deadline_ = nullptr;
+  const std::atomic<bool>* stop_ = nullptr;
   bool timed_out_ = false;
 };
 
@@ -829,6 +832,7 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   for (std::size_t k = 0; k < origin.size(); ++k) out.offsets[origin[k]] = r.offsets[k];
   out.height = heightOf(mp, out.offsets);
   out.nodes = r.nodes;
+  out.stopped = r.stopped;
   out.proven_optimal = r.proven_optimal && r.height <= lower_bound;
   return out;
 }
@@ -870,7 +874,10 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
     }
     return st;
   };
-  auto timeUp = [&] { return deadline && Clock::now() >= *deadline; };
+  auto timeUp = [&] {
+    return (deadline && Clock::now() >= *deadline) ||
+           (params.stop && params.stop->load(std::memory_order_relaxed));
+  };
   // 1. The bound itself: most real pools and most of MiniMalloc's
   //    instances fit there.
   const double total = static_cast<double>(params.node_limit);
@@ -917,6 +924,7 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
   out.offsets = std::move(best);
   out.height = best_height;
   out.found = true;
+  out.stopped = best_height > lo && budget > 0 && timeUp();
   out.nodes = searcher.nodes();
   out.proven_bound = std::min(proven, best_height);
   out.proven_optimal = best_height <= proven;

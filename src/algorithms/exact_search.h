@@ -74,6 +74,7 @@
 // neighbours stay at the incumbent's offsets (pinned).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,8 +87,10 @@ struct ExactParams {
   // Search nodes over all probes of one call (minimizeHeight) or all
   // attempts of one decision (solveWithinCapacity).
   std::uint64_t node_limit = 500'000;
-  // Optional wall-clock cap on top of the node limit (0 = none).
+  // Optional wall-clock cap on top of the node limit (0 = none), and an
+  // optional flag that ends the search when set (AlgorithmParams::stop).
   double time_limit_seconds = 0;
+  const std::atomic<bool>* stop = nullptr;
 
   bool canonical_only = true;
   bool dynamic_ordering = true;
@@ -125,6 +128,7 @@ struct ExactResult {
   bool proven_infeasible = false;  // solveWithinCapacity: nothing fits
   Bytes proven_bound = 0;        // no placement is lower than this
   std::uint64_t nodes = 0;       // search nodes spent
+  bool stopped = false;          // the time limit or the stop flag ended it
 };
 
 // Is there a placement with max(offset + size) <= capacity? Honours

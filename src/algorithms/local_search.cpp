@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/auto.h"
 #include "algorithms/pool_util.h"
 #include "algorithms/random.h"
 
@@ -73,8 +74,7 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
   }
 
   SplitMix64 rng(params.seed);
-  const auto clock_start = std::chrono::steady_clock::now();
-  auto last_progress = clock_start;
+  auto last_progress = std::chrono::steady_clock::now();
   std::vector<std::size_t> position(n);
   for (std::size_t k = 0; k < n; ++k) position[order[k]] = k;
   std::vector<BufferId> peak, around, ruined;
@@ -83,7 +83,10 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
   std::vector<char> in_ruin(n, 0);
   std::size_t ruin = params.ruin_min;
   std::uint64_t since_improvement = 0;
-  const bool can_reorder = params.reorder && n <= params.reorder_max_buffers;
+  const bool can_reorder = params.reorder;
+  const bool small = n <= params.reorder_max_buffers;
+  std::uint64_t reorder_work = 0, ruin_work = 0;
+  std::uint64_t scan_cost = params.reorder_scan * params.pass_work;  // of the last scan
   placer.markAll(order, offsets);
 
   const std::uint64_t stall =
@@ -91,10 +94,10 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
   while (placer.work() - work0 < params.work_limit && best_score.height > params.target) {
     if (params.stall_moves > 0 && since_improvement >= stall) break;
     ++best.moves;
-    if (params.time_limit_seconds > 0 && (best.moves & 15) == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count() >
-            params.time_limit_seconds)
+    if (params.watch && params.watch->due()) {
+      best.stopped = true;
       break;
+    }
 
     peak.clear();
     for (auto it = tops.rbegin(); it != tops.rend() && it->first == current.height; ++it)
@@ -102,9 +105,63 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
     if (peak.empty()) break;  // the peak is pinned: nothing to move
     const BufferId c = peak[rng.below(peak.size())];
 
-    const bool do_reorder =
-        can_reorder && (!params.ruin_recreate || rng.below(2) == 0) && position[c] > pinned;
-    if (do_reorder) {
+    bool do_reorder = false;
+    if (can_reorder && position[c] > pinned) {
+      if (!params.ruin_recreate) do_reorder = true;
+      else if (small) do_reorder = rng.below(2) == 0;
+      else  // a scan that fits in what is left of the budget
+        do_reorder = static_cast<double>(reorder_work) <=
+                         params.reorder_work_share * static_cast<double>(reorder_work + ruin_work) &&
+                     placer.work() - work0 + scan_cost <= params.work_limit;
+    }
+    const std::uint64_t move_start = placer.work();
+    if (do_reorder && !small && params.reorder_scan > 1) {
+      // Large pools: where c goes in the order matters in steps (it must
+      // come after the buffers that should claim a spot first and before
+      // those that would take the one it needs), so try reorder_scan
+      // places spread over the earlier part of the order and keep the best.
+      const std::size_t p = position[c];
+      saved = offsets;
+      std::size_t best_q = p;
+      Score best_s = current;
+      bool found = false;
+      for (std::size_t k = 0; k < params.reorder_scan; ++k) {
+        const std::size_t q = pinned + (p - pinned) * k / params.reorder_scan;
+        if (k > 0 && q == pinned + (p - pinned) * (k - 1) / params.reorder_scan) continue;
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(q),
+                    order.begin() + static_cast<std::ptrdiff_t>(p),
+                    order.begin() + static_cast<std::ptrdiff_t>(p + 1));
+        offsets = saved;
+        placer.place(order, q, fit, offsets);
+        rebuildTops();
+        const Score s = score();
+        if (params.accept_equal ? s <= best_s : s < best_s) {
+          if (!found || s < best_s) {
+            best_s = s;
+            best_q = q;
+            found = true;
+          }
+        }
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(q),
+                    order.begin() + static_cast<std::ptrdiff_t>(q + 1),
+                    order.begin() + static_cast<std::ptrdiff_t>(p + 1));
+        if (params.watch && params.watch->due()) break;
+      }
+      if (found) {
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(best_q),
+                    order.begin() + static_cast<std::ptrdiff_t>(p),
+                    order.begin() + static_cast<std::ptrdiff_t>(p + 1));
+        offsets = saved;
+        placer.place(order, best_q, fit, offsets);
+        for (std::size_t k = best_q; k <= p; ++k) position[order[k]] = k;
+      } else {
+        offsets.swap(saved);
+        placer.markAll(order, offsets);
+      }
+      rebuildTops();
+      current = score();
+      scan_cost = placer.work() - move_start;
+    } else if (do_reorder) {
       // Move c to a random earlier place; re-place everything after it.
       const std::size_t p = position[c];
       const std::size_t q = pinned + rng.below(p - pinned);
@@ -191,6 +248,7 @@ LocalSearchResult improvePlacement(const PoolProblem& merged, Placer& placer,
       }
       for (BufferId r : ruined) in_ruin[r] = 0;
     }
+    (do_reorder ? reorder_work : ruin_work) += placer.work() - move_start;
     if (current < best_score) {
       if (current.height < best_score.height) {
         ++best.improvements;
@@ -223,34 +281,25 @@ namespace memplan {
 
 namespace {
 
+// "local_search": auto's first three stages exactly (its heuristics, the
+// portfolio within its budget, then this search within its budget), so
+// that auto, which goes on from there, is never larger.
 class LocalSearch : public Algorithm {
  public:
   const AlgorithmInfo& info() const override {
     static const AlgorithmInfo kInfo{
         .name = "local_search",
-        .summary = "iterated local search over placement orders from the best heuristic plan",
+        .summary = "iterated local search over placements and orders from the best heuristic plan",
         .honours_gaps = true,
         .honours_hints = true};
     return kInfo;
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    return pool::solveOffsets(problem, [&](const pool::MergedProblem& m, const pool::Bounds& bounds) {
-      heur::Placer placer(m.problem);
-      const auto passes = heur::allPasses();
-      auto start = heur::runPortfolio(m.problem, placer, passes, bounds.target);
-      heur::LocalSearchParams lp;
-      lp.seed = params.seed;
-      lp.target = bounds.target;
-      lp.time_limit_seconds = params.time_limit_seconds;
-      lp.progress = params.progress;
-      lp.work_limit = static_cast<std::uint64_t>(
-          params.effort * static_cast<double>(lp.work_limit + 200 * m.problem.buffers.size()));
-      auto r = heur::improvePlacement(m.problem, placer, start.order, start.pass.fit,
-                                      std::move(start.offsets), lp);
-      return pool::Placement{.offsets = std::move(r.offsets),
-                             .label = "local_search",
-                             .work = start.work + r.work};
-    });
+    AutoParams ap;
+    ap.stop_after_local_search = true;
+    PoolSolution s = makeAutoAlgorithm(ap)->solve(problem, params);
+    s.algorithm = "local_search";
+    return s;
   }
 };
 

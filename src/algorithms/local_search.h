@@ -10,8 +10,13 @@
 //    other buffer stays where it is;
 //  - slab ruin: the same, lifting every buffer alive with the peak one
 //    above a random level (the top of the stack, packed again);
-//  - reorder (small pools): move the peak buffer to a random earlier place
-//    in the greedy order and re-place everything after that place.
+//  - reorder: move the peak buffer to a random earlier place in the
+//    greedy order and re-place everything after that place. On large
+//    pools these moves get about half of the work (each place tried is a
+//    pass) and try several places spread before the buffer's own, keeping
+//    the best: the height is a step function of the place (on a CPU
+//    training trace of 28,526 buffers, any place in one band of 1,400
+//    takes the plan from 1.0025x to 1.0012x the lower bound).
 // A move is kept when (height, buffers at the height) does not get worse,
 // so the search can walk across plateaus; otherwise it is undone. The ruin
 // size grows while no move improves and shrinks back after an improvement.
@@ -25,13 +30,14 @@
 
 #include "algorithms/best_fit.h"
 #include "algorithms/placer.h"
+#include "algorithms/stop.h"
 
 namespace memplan::heur {
 
 struct LocalSearchParams {
   std::uint64_t work_limit = 20'000'000;  // Placer work units for the search
   std::uint64_t seed = 1;
-  double time_limit_seconds = 0;          // optional wall-clock cap (0 = none)
+  StopWatch* watch = nullptr;             // optional time limit / stop flag
   Bytes target = 0;                       // stop once height <= target
   bool ruin_recreate = true;              // ruin-and-recreate moves
   // Half of the ruin moves lift a slab instead of a random sample: every
@@ -39,8 +45,18 @@ struct LocalSearchParams {
   // under it, so the top of the stack is packed again as a whole.
   bool slab_ruin = true;
   std::size_t slab_max = 256;             // at most this many lifted
-  bool reorder = true;                    // reorder moves (small pools only)
-  std::size_t reorder_max_buffers = 2000; // no reorder moves above this
+  bool reorder = true;                    // reorder moves
+  // Up to this many buffers half of the moves reorder (chosen at random);
+  // above, a reorder move (a pass) comes whenever the reorder moves have
+  // spent no more than reorder_work_share of the work so far.
+  std::size_t reorder_max_buffers = 2000;
+  double reorder_work_share = 0.5;
+  // Above reorder_max_buffers a reorder move tries this many places, spread
+  // evenly before the buffer's own, and keeps the best (one pass each).
+  std::size_t reorder_scan = 8;
+  // What one pass costs, if known: no scan starts that would overrun
+  // work_limit.
+  std::uint64_t pass_work = 0;
   std::size_t ruin_min = 4;               // buffers lifted per move, at first
   std::size_t ruin_max = 64;              // ... growing up to this when stuck
   bool accept_equal = true;               // walk plateaus
@@ -57,6 +73,7 @@ struct LocalSearchResult {
   std::uint64_t work = 0;
   std::uint64_t moves = 0;
   std::uint64_t improvements = 0;
+  bool stopped = false;         // params.watch ended it
 };
 
 // Improves `offsets` (a valid placement of `merged` produced by the greedy

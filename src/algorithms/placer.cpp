@@ -12,20 +12,479 @@ namespace memplan::heur {
 
 std::string_view fitName(Fit f) { return f == Fit::Best ? "best" : "first"; }
 
-void Placer::List::insert(const Key& k) {
-  const auto pos = std::upper_bound(keys.begin(), keys.end(), k.lo,
-                                    [](Offset x, const Key& y) { return x < y.lo; });
-  keys.insert(pos, k);
-}
+// ---------------------------------------------------------------------------
+// The run tree (pools without gaps).
 
-void Placer::List::erase(Offset lo, BufferId id) {
-  auto pos = std::lower_bound(keys.begin(), keys.end(), lo,
-                              [](const Key& y, Offset x) { return y.lo < x; });
-  while (pos != keys.end() && pos->id != id) ++pos;
-  if (pos != keys.end()) keys.erase(pos);
-}
+class Placer::Tree {
+ public:
+  Tree(Placer& p, std::size_t leaf_ranks) : p_(p), w_(std::max<std::size_t>(1, leaf_ranks)) {
+    leaves_ = p_.ranks_ / w_ + 1;
+    size_ = 1;
+    while (size_ < leaves_) size_ *= 2;
+    c_.resize(2 * size_);
+    d_.resize(2 * size_);
+    dirty_.assign(2 * size_, 0);
+    part_.resize(size_);
+  }
 
-Placer::Placer(const PoolProblem& merged) : bufs_(merged.buffers), floor_(merged.reserved) {
+  void clear() {
+    for (std::size_t v = 1; v < 2 * size_; ++v) {
+      if (d_[v].empty() && !dirty_[v]) continue;  // nothing stored at or below v
+      c_[v].clear();
+      d_[v].clear();
+      dirty_[v] = 0;
+      if (v >= size_) part_[v - size_].clear();
+    }
+  }
+
+  void insert(BufferId b, Offset lo, Offset hi) {
+    Cover cv = coverOf(b);
+    for (std::size_t l = cv.fs + size_, r = cv.fe + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) addRun(l++, lo, hi);
+      if (r & 1) addRun(--r, lo, hi);
+    }
+    for (int k = 0; k < cv.nparts; ++k) {
+      auto& list = part_[cv.parts[k]];
+      const Part e{lo, hi, p_.rs_[b], p_.re_[b], b};
+      list.insert(std::upper_bound(list.begin(), list.end(), lo,
+                                   [](Offset x, const Part& y) { return x < y.lo; }),
+                  e);
+      unionUp(cv.parts[k] + size_, lo, hi);
+      p_.work_ += 1;
+    }
+  }
+
+  void erase(BufferId b, Offset lo, Offset hi) {
+    Cover cv = coverOf(b);
+    for (std::size_t l = cv.fs + size_, r = cv.fe + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) dropRun(l++, lo, hi);
+      if (r & 1) dropRun(--r, lo, hi);
+    }
+    for (int k = 0; k < cv.nparts; ++k) {
+      auto& list = part_[cv.parts[k]];
+      auto it = std::lower_bound(list.begin(), list.end(), lo,
+                                 [](const Part& y, Offset x) { return y.lo < x; });
+      while (it != list.end() && it->id != b) ++it;
+      if (it != list.end()) list.erase(it);
+      markDirty(cv.parts[k] + size_);
+      p_.work_ += 1;
+    }
+  }
+
+  // p_.ranges_ / p_.runs_ = what b must stay clear of, as sorted runs.
+  void gather(BufferId b) {
+    const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
+    const std::size_t ls = static_cast<std::size_t>(rs) / w_;
+    const std::size_t le = static_cast<std::size_t>(re - 1) / w_;
+    // The nodes above the first and last leaf: their buffers cover them.
+    std::size_t v = ls + size_, u = le + size_;
+    while (v != u) {
+      addList(c_[v]);
+      addList(c_[u]);
+      v >>= 1;
+      u >>= 1;
+    }
+    for (; v >= 1; v >>= 1) addList(c_[v]);
+    // Leaves in between: everything stored at or below them.
+    for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) addList(unionAt(l++));
+      if (r & 1) addList(unionAt(--r));
+    }
+    // The first and last leaf's partly covering buffers that share time.
+    addParts(part_[ls], rs, re);
+    if (le != ls) addParts(part_[le], rs, re);
+  }
+
+ private:
+  struct Run {
+    Offset lo, hi;
+  };
+  struct Part {
+    Offset lo, hi;
+    std::int32_t rs, re;
+    BufferId id;
+  };
+  // Where a buffer is stored: whole leaves [fs, fe), and up to two leaves
+  // it covers in part.
+  struct Cover {
+    std::size_t fs = 0, fe = 0;
+    std::size_t parts[2] = {0, 0};
+    int nparts = 0;
+  };
+  Cover coverOf(BufferId b) const {
+    const auto rs = static_cast<std::size_t>(p_.rs_[b]);
+    const auto re = static_cast<std::size_t>(p_.re_[b]);
+    const std::size_t ls = rs / w_, le = (re - 1) / w_;
+    Cover cv;
+    cv.fs = rs % w_ == 0 ? ls : ls + 1;
+    cv.fe = re % w_ == 0 ? le + 1 : le;
+    if (cv.fs > ls) cv.parts[cv.nparts++] = ls;
+    if (cv.fe <= le && (le != ls || cv.nparts == 0)) cv.parts[cv.nparts++] = le;
+    if (cv.fe < cv.fs) cv.fe = cv.fs;  // inside one leaf
+    return cv;
+  }
+
+  // Buffers stored at one node are alive together: disjoint ranges, kept
+  // as runs of touching ones.
+  void addRun(std::size_t v, Offset lo, Offset hi) {
+    auto& runs = c_[v];
+    auto it = std::upper_bound(runs.begin(), runs.end(), lo,
+                               [](Offset x, const Run& y) { return x < y.lo; });
+    const bool left = it != runs.begin() && std::prev(it)->hi == lo;
+    const bool right = it != runs.end() && it->lo == hi;
+    if (left && right) {
+      std::prev(it)->hi = it->hi;
+      runs.erase(it);
+    } else if (left) {
+      std::prev(it)->hi = hi;
+    } else if (right) {
+      it->lo = lo;
+    } else {
+      runs.insert(it, Run{lo, hi});
+    }
+    unionUp(v, lo, hi);
+    p_.work_ += 1;
+  }
+
+  // A union cannot forget a range: after a removal, the unions of the
+  // node and its ancestors are rebuilt from their parts when next read.
+  // (A dirty node's ancestors are all dirty.)
+  void markDirty(std::size_t v) {
+    for (; v >= 1 && !dirty_[v]; v >>= 1) dirty_[v] = 1;
+  }
+  const std::vector<Run>& unionAt(std::size_t v) {
+    if (dirty_[v]) {
+      if (v < size_) {
+        unionAt(2 * v);
+        unionAt(2 * v + 1);
+      }
+      rebuildUnion(v);
+      dirty_[v] = 0;
+    }
+    return d_[v];
+  }
+
+  // d_[v] = c_[v] with the unions of its children (a leaf: its parts).
+  void rebuildUnion(std::size_t v) {
+    auto& out = d_[v];
+    out.clear();
+    auto add = [&](Offset lo, Offset hi) {  // in lo order
+      if (!out.empty() && lo <= out.back().hi) out.back().hi = std::max(out.back().hi, hi);
+      else out.push_back(Run{lo, hi});
+    };
+    const auto& own = c_[v];
+    if (v >= size_) {
+      const auto& parts = part_[v - size_];
+      std::size_t i = 0, j = 0;
+      while (i < own.size() || j < parts.size()) {
+        if (j == parts.size() || (i < own.size() && own[i].lo <= parts[j].lo)) {
+          add(own[i].lo, own[i].hi);
+          ++i;
+        } else {
+          add(parts[j].lo, parts[j].hi);
+          ++j;
+        }
+      }
+      p_.work_ += own.size() + parts.size();
+      return;
+    }
+    const auto& x = d_[2 * v];
+    const auto& y = d_[2 * v + 1];
+    std::size_t i = 0, j = 0, k = 0;
+    while (i < own.size() || j < x.size() || k < y.size()) {
+      Offset best = std::numeric_limits<Offset>::max();
+      int from = 0;
+      if (i < own.size()) best = own[i].lo;
+      if (j < x.size() && x[j].lo < best) {
+        best = x[j].lo;
+        from = 1;
+      }
+      if (k < y.size() && y[k].lo < best) from = 2;
+      const Run r = from == 0 ? own[i++] : from == 1 ? x[j++] : y[k++];
+      add(r.lo, r.hi);
+    }
+    p_.work_ += own.size() + x.size() + y.size();
+  }
+
+  void dropRun(std::size_t v, Offset lo, Offset hi) {
+    auto& runs = c_[v];
+    auto it = std::upper_bound(runs.begin(), runs.end(), lo,
+                               [](Offset x, const Run& y) { return x < y.lo; });
+    if (it == runs.begin()) return;  // not stored (cannot happen)
+    --it;
+    const Run r = *it;
+    if (r.lo < lo && hi < r.hi) {
+      it->hi = lo;
+      runs.insert(std::next(it), Run{hi, r.hi});
+    } else if (r.lo < lo) {
+      it->hi = lo;
+    } else if (hi < r.hi) {
+      it->lo = hi;
+    } else {
+      runs.erase(it);
+    }
+    markDirty(v);
+    p_.work_ += 1;
+  }
+
+  // Adds [lo, hi) to the unions of v and its ancestors, up to the first
+  // that already holds it (then all above do).
+  void unionUp(std::size_t v, Offset lo, Offset hi) {
+    for (; v >= 1 && !dirty_[v]; v >>= 1) {
+      auto& runs = d_[v];
+      auto i = std::lower_bound(runs.begin(), runs.end(), lo,
+                                [](const Run& y, Offset x) { return y.hi < x; });
+      auto j = std::upper_bound(i, runs.end(), hi, [](Offset x, const Run& y) { return x < y.lo; });
+      p_.work_ += 1;
+      if (i == j) {
+        runs.insert(i, Run{lo, hi});
+        continue;
+      }
+      if (std::next(i) == j && i->lo <= lo && hi <= i->hi) return;
+      const Offset nlo = std::min(lo, i->lo), nhi = std::max(hi, std::prev(j)->hi);
+      *i = Run{nlo, nhi};
+      runs.erase(std::next(i), j);
+    }
+  }
+
+  void addList(const std::vector<Run>& runs) {
+    if (runs.empty()) return;
+    auto& out = p_.ranges_;
+    const std::size_t base = out.size();
+    out.resize(base + runs.size());
+    for (std::size_t k = 0; k < runs.size(); ++k) out[base + k] = Range(runs[k].lo, runs[k].hi);
+    p_.runs_.push_back(out.size());
+    p_.work_ += runs.size();
+  }
+
+  void addParts(const std::vector<Part>& parts, std::int32_t rs, std::int32_t re) {
+    const std::size_t n = parts.size();
+    if (n == 0) return;
+    auto& out = p_.ranges_;
+    const std::size_t base = out.size();
+    out.resize(base + n);
+    Range* o = out.data() + base;
+    std::size_t c = 0;
+    for (const Part& e : parts) {  // branch-free filter
+      o[c] = Range(e.lo, e.hi);
+      c += static_cast<std::size_t>(int{e.rs < re} & int{e.re > rs});
+    }
+    out.resize(base + c);
+    if (c > 0) p_.runs_.push_back(out.size());
+    p_.work_ += n;
+  }
+
+  Placer& p_;
+  std::size_t w_;
+  std::size_t leaves_ = 1, size_ = 1;
+  std::vector<std::vector<Run>> c_;      // per node: runs of the buffers stored there
+  std::vector<std::vector<Run>> d_;      // per node: union of all stored at or below it
+  std::vector<std::vector<Part>> part_;  // per leaf: partly covering buffers, by offset
+  std::vector<std::uint8_t> dirty_;      // per node: d_ to be rebuilt
+};
+
+// ---------------------------------------------------------------------------
+// The buckets (pools with gaps).
+
+class Placer::Buckets {
+ public:
+  explicit Buckets(Placer& p) : p_(p) {
+    const auto& bufs = p_.bufs_;
+    const std::size_t n = bufs.size();
+    gapped_.resize(n);
+    std::uint64_t span = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      gapped_[i] = !bufs[i].gaps.empty();
+      any_gapped_ = any_gapped_ || gapped_[i];
+      span += static_cast<std::uint64_t>(p_.re_[i] - p_.rs_[i]);
+    }
+    // Twice the mean lifetime: most lifetimes fit in one bucket, each
+    // bucket holds about three lifetimes' worth of buffers.
+    width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(2 * span / n)) : 1;
+    buckets_.resize(p_.ranks_ / width_ + 1);
+    // Each list gets room for every buffer it could ever hold, once: no
+    // reallocation (and no copying) while placing.
+    std::vector<std::uint32_t> all(buckets_.size(), 0), own(buckets_.size(), 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (bufs[i].size == 0) continue;
+      const auto b = static_cast<BufferId>(i);
+      ++own[firstBucket(b)];
+      for (std::size_t k = firstBucket(b), last = lastBucket(b); k <= last; ++k) ++all[k];
+    }
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      buckets_[k].all.keys.reserve(all[k]);
+      buckets_[k].own.keys.reserve(own[k]);
+    }
+  }
+
+  void clear() {
+    for (auto& b : buckets_) {
+      b.all.clear();
+      b.own.clear();
+    }
+  }
+
+  void insert(BufferId b, Offset lo, Offset hi) {
+    const Key k{lo, hi, p_.rs_[b], p_.re_[b], b};
+    const std::size_t first = firstBucket(b), last = lastBucket(b);
+    buckets_[first].own.insert(k);
+    for (std::size_t j = first; j <= last; ++j) buckets_[j].all.insert(k);
+    p_.work_ += 2 + last - first;
+  }
+
+  // Rebuilds every list from `ids` at `offsets` (sorted once, not
+  // inserted one by one).
+  void bulk(std::span<const BufferId> ids, const std::vector<Offset>& offsets) {
+    clear();
+    for (BufferId b : ids) {
+      const Buffer& buf = p_.bufs_[b];
+      if (buf.size == 0) continue;
+      const Key k{offsets[b], offsets[b] + buf.size, p_.rs_[b], p_.re_[b], b};
+      const std::size_t first = firstBucket(b), last = lastBucket(b);
+      buckets_[first].own.keys.push_back(k);
+      for (std::size_t j = first; j <= last; ++j) buckets_[j].all.keys.push_back(k);
+    }
+    auto sortList = [](List& l) {
+      std::sort(l.keys.begin(), l.keys.end(), [](const Key& x, const Key& y) {
+        return x.lo != y.lo ? x.lo < y.lo : x.id < y.id;
+      });
+    };
+    for (auto& bucket : buckets_) {
+      sortList(bucket.all);
+      sortList(bucket.own);
+    }
+    p_.work_ += ids.size();
+  }
+
+  void erase(BufferId b, Offset lo) {
+    const std::size_t first = firstBucket(b), last = lastBucket(b);
+    buckets_[first].own.erase(lo, b);
+    for (std::size_t j = first; j <= last; ++j) buckets_[j].all.erase(lo, b);
+    p_.work_ += 2 + last - first;
+  }
+
+  // One bucket and no gaps: walk its sorted list as it is (no copy).
+  bool direct(BufferId b) const { return !any_gapped_ && firstBucket(b) == lastBucket(b); }
+  template <typename Visit>
+  void walkDirect(BufferId b, Visit&& visit) {
+    const auto& keys = buckets_[firstBucket(b)].all.keys;
+    const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
+    std::size_t k = 0;
+    for (; k < keys.size(); ++k)
+      if (!visit(keys[k].lo, keys[k].hi,
+                 static_cast<bool>(int{keys[k].rs < re} & int{keys[k].re > rs})))
+        break;
+    p_.work_ += k;
+  }
+
+  // p_.ranges_ / p_.runs_ = what b must stay clear of, in sorted runs.
+  void gather(BufferId id) {
+    const Buffer& b = p_.bufs_[id];
+    const bool slow = any_gapped_;
+    std::size_t unsorted = 0;  // ranges from buffers with gaps, kept apart
+    auto& ranges = p_.ranges_;
+    auto& extra = p_.merged_;
+    extra.clear();
+    forEachList(id, [&](const List& l, auto keep) {
+      const std::size_t n = l.keys.size();
+      p_.work_ += n;
+      if (n == 0) return;
+      const std::size_t base = ranges.size();
+      ranges.resize(base + n);
+      Range* out = ranges.data() + base;
+      std::size_t c = 0;
+      if (!slow) {
+        for (const Key& k : l.keys) {  // branch-free filter
+          out[c] = Range(k.lo, k.hi);
+          c += keep(k) ? 1 : 0;
+        }
+      } else {
+        for (std::size_t j = 0; j < n; ++j) {
+          const Key& k = l.keys[j];
+          if (!keep(k)) continue;
+          if (!gapped_[id] && !gapped_[k.id]) {
+            out[c++] = Range(k.lo, k.hi);
+            continue;
+          }
+          // b at x is clear of the entry iff x >= lo + above or
+          // x + below <= lo; as a range for the gap walk (x + size <= lo or
+          // x >= hi): [lo - below + size, lo + above).
+          const auto cl = pool::clearance(p_.bufs_[k.id], b);
+          if (!cl) continue;
+          extra.push_back(Range(k.lo + b.size - std::min(cl->below, k.lo + b.size), k.lo + cl->above));
+          ++unsorted;
+        }
+      }
+      ranges.resize(base + c);
+      if (c > 0) p_.runs_.push_back(ranges.size());
+    });
+    if (unsorted > 0) {
+      std::sort(extra.begin(), extra.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+      ranges.insert(ranges.end(), extra.begin(), extra.end());
+      p_.runs_.push_back(ranges.size());
+    }
+  }
+
+  bool gapped(BufferId b) const { return gapped_[b] != 0; }
+
+ private:
+  // A marked buffer as a bucket stores it: the bytes it holds (its
+  // envelope, for buffers with gaps) and its lifetime in time ranks.
+  struct Key {
+    Offset lo, hi;
+    std::int32_t rs, re;
+    BufferId id;
+  };
+  // Keys sorted by lo.
+  struct List {
+    std::vector<Key> keys;
+    void insert(const Key& k) {
+      const auto pos = std::upper_bound(keys.begin(), keys.end(), k.lo,
+                                        [](Offset x, const Key& y) { return x < y.lo; });
+      keys.insert(pos, k);
+    }
+    void erase(Offset lo, BufferId id) {
+      auto pos = std::lower_bound(keys.begin(), keys.end(), lo,
+                                  [](const Key& y, Offset x) { return y.lo < x; });
+      while (pos != keys.end() && pos->id != id) ++pos;
+      if (pos != keys.end()) keys.erase(pos);
+    }
+    void clear() { keys.clear(); }
+  };
+  // A bucket lists the marked buffers alive in it (all) and, apart, those
+  // that start in it (own): a lifetime spanning buckets reads the first
+  // bucket's `all` and the later buckets' `own` lists, so every live
+  // buffer once and few dead ones.
+  struct Bucket {
+    List all, own;
+  };
+  std::size_t firstBucket(BufferId b) const { return static_cast<std::size_t>(p_.rs_[b]) / width_; }
+  std::size_t lastBucket(BufferId b) const { return static_cast<std::size_t>(p_.re_[b] - 1) / width_; }
+  // Calls f(list, keep) for the lists b's lifetime reads, where keep(key)
+  // says whether the entry is alive during b's lifetime.
+  template <typename F>
+  void forEachList(BufferId id, F&& f) {
+    const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
+    const std::size_t first = firstBucket(id), last = lastBucket(id);
+    f(buckets_[first].all,
+      [rs, re](const Key& k) { return static_cast<bool>(int{k.rs < re} & int{k.re > rs}); });
+    // Later buckets: started after b did, alive if starting before b ends.
+    for (std::size_t j = first + 1; j <= last; ++j)
+      f(buckets_[j].own, [re](const Key& k) { return k.rs < re; });
+  }
+
+  Placer& p_;
+  std::vector<std::uint8_t> gapped_;
+  bool any_gapped_ = false;
+  std::size_t width_ = 1;  // bucket width in ranks
+  std::vector<Bucket> buckets_;
+};
+
+// ---------------------------------------------------------------------------
+// The engine.
+
+Placer::Placer(const PoolProblem& merged, PlacerParams params)
+    : bufs_(merged.buffers), floor_(merged.reserved) {
   const std::size_t n = bufs_.size();
   // Time ranks: the distinct start and end values, in order (one sort of
   // (time, buffer) pairs, then a sweep).
@@ -39,48 +498,35 @@ Placer::Placer(const PoolProblem& merged) : bufs_(merged.buffers), floor_(merged
             [](const auto& a, const auto& b) { return a.first < b.first; });
   rs_.resize(n);
   re_.resize(n);
-  gapped_.resize(n);
   std::int32_t rank = -1;
   for (std::size_t k = 0; k < events.size(); ++k) {
     if (k == 0 || events[k].first != events[k - 1].first) ++rank;
     const std::uint32_t e = events[k].second;
     (e & 1 ? re_ : rs_)[e / 2] = rank;
   }
-  const std::size_t ranks = static_cast<std::size_t>(rank + 1);
-  std::uint64_t span = 0;
+  ranks_ = static_cast<std::size_t>(rank + 1);
+  bool gapped = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (re_[i] <= rs_[i]) re_[i] = rs_[i] + 1;  // merged problems have end > start
-    gapped_[i] = !bufs_[i].gaps.empty();
-    any_gapped_ = any_gapped_ || gapped_[i];
-    span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
+    gapped = gapped || !bufs_[i].gaps.empty();
   }
-  // Twice the mean lifetime: most lifetimes fit in one bucket, each bucket
-  // holds about three lifetimes' worth of buffers.
-  width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(2 * span / n)) : 1;
-  buckets_.resize(ranks / width_ + 1);
-  // Each list gets room for every buffer it could ever hold, once: no
-  // reallocation (and no copying) while placing.
-  {
-    std::vector<std::uint32_t> all(buckets_.size(), 0), own(buckets_.size(), 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (bufs_[i].size == 0) continue;
-      ++own[firstBucket(static_cast<BufferId>(i))];
-      for (std::size_t k = firstBucket(static_cast<BufferId>(i)), last = lastBucket(static_cast<BufferId>(i)); k <= last; ++k) ++all[k];
-    }
-    for (std::size_t k = 0; k < buckets_.size(); ++k) {
-      buckets_[k].all.keys.reserve(all[k]);
-      buckets_[k].own.keys.reserve(own[k]);
-    }
-  }
+  ranks_ = std::max<std::size_t>(ranks_, 1) + 1;
   at_.assign(n, kUnmarked);
   runs_.reserve(64);
+  if (params.index == PlacerParams::Index::Buckets || gapped)
+    buckets_ = new Buckets(*this);
+  else
+    tree_ = new Tree(*this, params.leaf_ranks);
+}
+
+Placer::~Placer() {
+  delete tree_;
+  delete buckets_;
 }
 
 void Placer::clear() {
-  for (auto& b : buckets_) {
-    b.all.clear();
-    b.own.clear();
-  }
+  if (tree_) tree_->clear();
+  else buckets_->clear();
   std::fill(at_.begin(), at_.end(), kUnmarked);
 }
 
@@ -88,11 +534,8 @@ void Placer::mark(BufferId b, Offset at) {
   at_[b] = at;
   const Buffer& buf = bufs_[b];
   if (buf.size == 0) return;  // holds nothing; would only split gaps
-  const Key k{at, at + buf.size, rs_[b], re_[b], b};
-  const std::size_t first = firstBucket(b), last = lastBucket(b);
-  buckets_[first].own.insert(k);
-  for (std::size_t j = first; j <= last; ++j) buckets_[j].all.insert(k);
-  work_ += 2 + last - first;
+  if (tree_) tree_->insert(b, at, at + buf.size);
+  else buckets_->insert(b, at, at + buf.size);
 }
 
 void Placer::unmark(BufferId b) {
@@ -100,116 +543,94 @@ void Placer::unmark(BufferId b) {
   if (at == kUnmarked) return;
   at_[b] = kUnmarked;
   if (bufs_[b].size == 0) return;
-  const std::size_t first = firstBucket(b), last = lastBucket(b);
-  buckets_[first].own.erase(at, b);
-  for (std::size_t j = first; j <= last; ++j) buckets_[j].all.erase(at, b);
-  work_ += 2 + last - first;
+  if (tree_) tree_->erase(b, at, at + bufs_[b].size);
+  else buckets_->erase(b, at);
 }
 
 void Placer::markAll(std::span<const BufferId> ids, const std::vector<Offset>& offsets) {
+  if (buckets_) {
+    std::fill(at_.begin(), at_.end(), kUnmarked);
+    for (BufferId b : ids) at_[b] = offsets[b];
+    buckets_->bulk(ids, offsets);
+    return;
+  }
   clear();
-  for (BufferId b : ids) {
-    at_[b] = offsets[b];
-    const Buffer& buf = bufs_[b];
-    if (buf.size == 0) continue;
-    const Key k{offsets[b], offsets[b] + buf.size, rs_[b], re_[b], b};
-    const std::size_t first = firstBucket(b), last = lastBucket(b);
-    buckets_[first].own.keys.push_back(k);
-    for (std::size_t j = first; j <= last; ++j) buckets_[j].all.keys.push_back(k);
-  }
-  auto sortList = [](List& l) {
-    std::sort(l.keys.begin(), l.keys.end(), [](const Key& x, const Key& y) {
-      return x.lo != y.lo ? x.lo < y.lo : x.id < y.id;
-    });
-  };
-  for (auto& bucket : buckets_) {
-    sortList(bucket.all);
-    sortList(bucket.own);
-  }
-  work_ += ids.size();
+  for (BufferId b : ids) mark(b, offsets[b]);
 }
 
-// Calls f(list, keep) for the lists b's lifetime reads, where keep(key)
-// says whether the entry is alive during b's lifetime.
-template <typename F>
-void Placer::forEachList(BufferId id, F&& f) {
-  const std::int32_t rs = rs_[id], re = re_[id];
-  const std::size_t first = firstBucket(id), last = lastBucket(id);
-  f(buckets_[first].all,
-    [rs, re](const Key& k) { return static_cast<bool>(int{k.rs < re} & int{k.re > rs}); });
-  // Later buckets: started after b did, alive if starting before b ends.
-  for (std::size_t j = first + 1; j <= last; ++j)
-    f(buckets_[j].own, [re](const Key& k) { return k.rs < re; });
+namespace {
+
+// std::merge by lo without branches on the data (select, then advance by
+// the comparison): ranges from different runs interleave unpredictably.
+template <typename R>
+R* mergeByLo(const R* a, const R* ae, const R* b, const R* be, R* out) {
+  // Masks, not a conditional: compilers turn `t ? x : y` on 16-byte
+  // values back into a branch.
+  while (a != ae && b != be) {
+    const Offset t = b->lo < a->lo;
+    const Offset m = Offset{0} - t;
+    out->lo = (b->lo & m) | (a->lo & ~m);
+    out->hi = (b->hi & m) | (a->hi & ~m);
+    ++out;
+    b += t;
+    a += 1 - t;
+  }
+  out = std::copy(a, ae, out);
+  return std::copy(b, be, out);
 }
 
-// ranges_ = what b must stay clear of, ordered by lo.
-void Placer::gather(BufferId id) {
-  ranges_.clear();
-  runs_.clear();
-  runs_.push_back(0);
-  const Buffer& b = bufs_[id];
-  const bool slow = any_gapped_;
-  std::size_t unsorted = 0;  // ranges from buffers with gaps, kept apart
+}  // namespace
+
+// The sorted runs in ranges_ -> two sorted sequences for the walk: the
+// longest run where it lies, and every other run merged into merged_,
+// shortest first (Huffman order: a short run is copied more often than a
+// long one, and the longest is never copied). The merge of two runs of a
+// and b ranges costs a + b, so gathering k runs of n ranges costs at most
+// n log k, and about n when one run dominates (the common case).
+void Placer::mergeRuns() {
+  const std::size_t k = runs_.size() - 1;
+  big_ = {nullptr, 0};
   merged_.clear();
-  forEachList(id, [&](const List& l, auto keep) {
-    const std::size_t n = l.keys.size();
-    work_ += n;
-    if (n == 0) return;
-    const std::size_t base = ranges_.size();
-    ranges_.resize(base + n);
-    Range* out = ranges_.data() + base;
-    std::size_t c = 0;
-    if (!slow) {
-      for (const Key& k : l.keys) {  // branch-free filter
-        out[c] = {k.lo, k.hi};
-        c += keep(k) ? 1 : 0;
-      }
-    } else {
-      for (std::size_t j = 0; j < n; ++j) {
-        const Key& k = l.keys[j];
-        if (!keep(k)) continue;
-        if (!gapped_[id] && !gapped_[k.id]) {
-          out[c++] = {k.lo, k.hi};
-          continue;
-        }
-        // b at x is clear of the entry iff x >= lo + above or
-        // x + below <= lo; as a range for the gap walk (x + size <= lo or
-        // x >= hi): [lo - below + size, lo + above).
-        const auto cl = pool::clearance(bufs_[k.id], b);
-        if (!cl) continue;
-        merged_.push_back({k.lo + b.size - std::min(cl->below, k.lo + b.size), k.lo + cl->above});
-        ++unsorted;
-      }
-    }
-    ranges_.resize(base + c);
-    if (c > 0) runs_.push_back(ranges_.size());
-  });
-  if (unsorted > 0) {
-    std::sort(merged_.begin(), merged_.end(),
-              [](const Range& x, const Range& y) { return x.lo < y.lo; });
-    ranges_.insert(ranges_.end(), merged_.begin(), merged_.end());
-    runs_.push_back(ranges_.size());
+  if (k == 0) return;
+  std::size_t longest = 0;
+  for (std::size_t r = 1; r < k; ++r)
+    if (runs_[r + 1] - runs_[r] > runs_[longest + 1] - runs_[longest]) longest = r;
+  big_ = {ranges_.data() + runs_[longest], runs_[longest + 1] - runs_[longest]};
+  if (k == 1) return;
+  const std::size_t small_total = ranges_.size() - big_.second;
+  if (k == 2) {
+    const std::size_t other = 1 - longest;
+    merged_.assign(ranges_.begin() + static_cast<std::ptrdiff_t>(runs_[other]),
+                   ranges_.begin() + static_cast<std::ptrdiff_t>(runs_[other + 1]));
+    return;
   }
-  // Merge the sorted runs pairwise until one is left.
-  auto byLo = [](const Range& x, const Range& y) { return x.lo < y.lo; };
-  while (runs_.size() > 2) {
-    merged_.resize(ranges_.size());
-    std::size_t w = 1;
-    for (std::size_t r = 0; r + 1 < runs_.size(); r += 2) {
-      const auto a = ranges_.begin() + static_cast<std::ptrdiff_t>(runs_[r]);
-      const auto m = ranges_.begin() + static_cast<std::ptrdiff_t>(runs_[r + 1]);
-      if (r + 2 < runs_.size()) {
-        const auto e = ranges_.begin() + static_cast<std::ptrdiff_t>(runs_[r + 2]);
-        std::merge(a, m, m, e, merged_.begin() + static_cast<std::ptrdiff_t>(runs_[r]), byLo);
-        runs_[w++] = runs_[r + 2];
-      } else {
-        std::copy(a, m, merged_.begin() + static_cast<std::ptrdiff_t>(runs_[r]));
-        runs_[w++] = runs_[r + 1];
-      }
-    }
-    runs_.resize(w);
-    ranges_.swap(merged_);
+  // Room for every intermediate merge: Huffman's cost is at most that of a
+  // balanced tree, small_total x ceil(log2 k).
+  std::size_t levels = 1;
+  while ((std::size_t{1} << levels) < k) ++levels;
+  arena_.resize(small_total * (levels + 1));
+  std::size_t used = 0;
+  std::vector<Seg>& heap = segs_;
+  heap.clear();
+  for (std::size_t r = 0; r < k; ++r)
+    if (r != longest) heap.push_back({ranges_.data() + runs_[r], runs_[r + 1] - runs_[r]});
+  auto bigger = [](const Seg& a, const Seg& b) { return a.n != b.n ? a.n > b.n : a.p > b.p; };
+  std::make_heap(heap.begin(), heap.end(), bigger);
+  while (heap.size() > 1) {
+    std::pop_heap(heap.begin(), heap.end(), bigger);
+    const Seg a = heap.back();
+    heap.pop_back();
+    std::pop_heap(heap.begin(), heap.end(), bigger);
+    const Seg b = heap.back();
+    heap.pop_back();
+    Range* out = arena_.data() + used;
+    mergeByLo(a.p, a.p + a.n, b.p, b.p + b.n, out);
+    used += a.n + b.n;
+    heap.push_back({out, a.n + b.n});
+    std::push_heap(heap.begin(), heap.end(), bigger);
   }
+  merged_.assign(heap.front().p, heap.front().p + heap.front().n);
+  work_ += used;
 }
 
 namespace {
@@ -265,32 +686,47 @@ class GapWalk {
 
 }  // namespace
 
+Offset Placer::walk(BufferId id, Fit fit) {
+  const Buffer& b = bufs_[id];
+  GapWalk walk(floor_, b.size, b.alignment, fit);
+  if (buckets_ && buckets_->direct(id)) {
+    buckets_->walkDirect(id, [&](Offset lo, Offset hi, bool keep) { return walk.visit(lo, hi, keep); });
+    return walk.result(b);
+  }
+  ranges_.clear();
+  runs_.clear();
+  runs_.push_back(0);
+  if (tree_) tree_->gather(id);
+  else buckets_->gather(id);
+  mergeRuns();
+  // Both sequences in lo order, as one.
+  const Range* a = big_.first;
+  const Range* const a_end = a + big_.second;
+  const Range* c = merged_.data();
+  const Range* const c_end = c + merged_.size();
+  while (a != a_end || c != c_end) {
+    const Range& r = (c == c_end || (a != a_end && a->lo <= c->lo)) ? *a++ : *c++;
+    if (!walk.visit(r.lo, r.hi, true)) break;
+  }
+  return walk.result(b);
+}
+
 Offset Placer::choose(BufferId id, Fit fit) {
   const Buffer& b = bufs_[id];
   ++work_;
   if (b.fixed_offset) return *b.fixed_offset;
   if (b.size == 0) return *alignUp(floor_, b.alignment);
-  GapWalk walk(floor_, b.size, b.alignment, fit);
-  if (!any_gapped_ && firstBucket(id) == lastBucket(id)) {
-    // One bucket: walk its sorted list as it is.
-    const auto& keys = buckets_[firstBucket(id)].all.keys;
-    const std::int32_t rs = rs_[id], re = re_[id];
-    std::size_t k = 0;
-    for (; k < keys.size(); ++k)
-      if (!walk.visit(keys[k].lo, keys[k].hi, static_cast<bool>(int{keys[k].rs < re} & int{keys[k].re > rs}))) break;
-    work_ += k;
-    return walk.result(b);
-  }
-  gather(id);
-  for (const Range& r : ranges_)
-    if (!walk.visit(r.lo, r.hi, true)) break;
-  return walk.result(b);
+  return walk(id, fit);
 }
 
 bool Placer::fits(BufferId id, Offset at) {
   const Buffer& b = bufs_[id];
   if (b.size == 0) return true;
-  gather(id);
+  ranges_.clear();
+  runs_.clear();
+  runs_.push_back(0);
+  if (tree_) tree_->gather(id);
+  else buckets_->gather(id);
   for (const Range& r : ranges_)
     if (at < r.hi && at + b.size > r.lo) return false;
   return true;
@@ -298,15 +734,46 @@ bool Placer::fits(BufferId id, Offset at) {
 
 void Placer::overlapping(BufferId id, std::vector<BufferId>& out) {
   out.clear();
-  const Buffer& b = bufs_[id];
-  forEachList(id, [&](const List& l, auto keep) {
-    work_ += l.keys.size();
-    for (std::size_t j = 0; j < l.keys.size(); ++j) {
-      const BufferId o = l.keys[j].id;
-      if (o == id || !keep(l.keys[j])) continue;
-      if ((gapped_[id] || gapped_[o]) && !pool::clearance(bufs_[o], b)) continue;
-      out.push_back(o);
+  const std::size_t n = bufs_.size();
+  if (ids_all_.empty() && n > 0) {
+    // Built on first use (the local search's): buffer ids by time bucket,
+    // alive in it (all) and starting in it (own), as the buckets keep them.
+    std::uint64_t span = 0;
+    for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
+    id_width_ = std::max<std::size_t>(1, static_cast<std::size_t>(2 * span / n));
+    const std::size_t count = ranks_ / id_width_ + 1;
+    ids_all_.resize(count);
+    ids_own_.resize(count);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (bufs_[i].size == 0) continue;
+      const std::size_t first = static_cast<std::size_t>(rs_[i]) / id_width_;
+      const std::size_t last = static_cast<std::size_t>(re_[i] - 1) / id_width_;
+      ids_own_[first].push_back(static_cast<BufferId>(i));
+      for (std::size_t k = first; k <= last; ++k) ids_all_[k].push_back(static_cast<BufferId>(i));
     }
+  }
+  const Buffer& b = bufs_[id];
+  if (b.size == 0) return;
+  const std::int32_t rs = rs_[id], re = re_[id];
+  const std::size_t first = static_cast<std::size_t>(rs) / id_width_;
+  const std::size_t last = static_cast<std::size_t>(re - 1) / id_width_;
+  auto consider = [&](BufferId o) {
+    if (o == id || at_[o] == kUnmarked) return;
+    if ((!bufs_[id].gaps.empty() || !bufs_[o].gaps.empty()) && !pool::clearance(bufs_[o], b)) return;
+    out.push_back(o);
+  };
+  for (BufferId o : ids_all_[first]) {
+    if (rs_[o] < re && re_[o] > rs) consider(o);
+  }
+  work_ += ids_all_[first].size();
+  for (std::size_t j = first + 1; j <= last; ++j) {
+    for (BufferId o : ids_own_[j])
+      if (rs_[o] < re) consider(o);
+    work_ += ids_own_[j].size();
+  }
+  // By offset (then id): the order does not depend on the index.
+  std::sort(out.begin(), out.end(), [&](BufferId x, BufferId y) {
+    return at_[x] != at_[y] ? at_[x] < at_[y] : x < y;
   });
 }
 

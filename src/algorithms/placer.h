@@ -3,27 +3,46 @@
 // lowest) free gap over its lifetime among the buffers placed so far.
 //
 // How one buffer b is placed (choose):
-//  1. Gather the placed buffers live during b's lifetime, as byte ranges
-//     ordered by offset. They are kept in time buckets: time is compressed
-//     to the ranks of the distinct start/end values and cut into buckets of
-//     W ranks (W twice the mean lifetime, so most lifetimes lie in one
-//     bucket). A bucket keeps two lists sorted by offset: the placed
-//     buffers alive in it, and those starting in it. b's first bucket gives
-//     the first, each later bucket of its lifetime the second: every live
-//     buffer once, and few dead ones. A lifetime inside one bucket walks
-//     its list directly; longer ones merge the m sorted lists pairwise
-//     (k ranges: k log m steps, not the k log k of a sort).
+//  1. Gather what b must stay clear of, as byte ranges ordered by offset.
 //  2. Walk the free gaps between those ranges from the floor (reserved
 //     prefix) up, each candidate offset rounded up to b's alignment (any
 //     alignment >= 1).
 //  3. Best fit takes the smallest gap b fits in (the lowest among equals);
 //     first fit the lowest. With no gap, b goes on top of the highest range.
-// Pinned buffers are placed at their pins. A buffer with gaps (or beside
-// one) is kept clear of the other as pool::clearance says, so it may sit
-// inside another's gap. Cost per buffer: O(k log m) for k buffers live
-// beside it over m buckets; insertion into the buckets is a binary search
-// and a move of each list's tail. Scratch memory is reused:
-// choose() allocates only when a bucket or the scratch grows.
+// Pinned buffers are placed at their pins.
+//
+// Step 1 has two indexes (PlacerParams::index):
+//
+// Run tree (pools without gaps). Time is compressed to the ranks of the
+// distinct start/end values and cut into leaves of a few ranks; a segment
+// tree stands over the leaves. A placed buffer is stored where its lifetime
+// covers whole tree nodes (at most two per level) as a byte range, and in
+// the one or two leaves it only partly covers as an entry with its
+// lifetime. Buffers stored at one node are all alive at once, so their
+// ranges never overlap: a node keeps their union as sorted *runs* of
+// touching ranges, not the buffers (a stack of 1,000 adjacent long-lived
+// buffers is one run). b gathers the runs of the nodes above its first and
+// last leaf, the entries of those two leaves that share time with it, and
+// for the nodes its lifetime covers, the union of everything stored below
+// them (kept as runs too while nothing is removed; after a removal, the
+// stores below are walked). So b reads runs (holes in the layout), not the
+// buffers alive beside it: its cost grows with the fragmentation of the
+// layout, not with how many buffers are live. Placing or removing a buffer
+// touches O(log n) nodes.
+//
+// Buckets (pools with gaps: a buffer may sit inside another's gap, so
+// ranges at one node may overlap and are kept one by one). Time ranks are
+// cut into buckets of W ranks (W twice the mean lifetime). A bucket keeps
+// two lists sorted by offset: the placed buffers alive in it, and those
+// starting in it. b's first bucket gives the first, each later bucket of
+// its lifetime the second: every live buffer once, and few dead ones. A
+// buffer with gaps (or beside one) is kept clear of the other as
+// pool::clearance says. Cost per buffer: O(k log m) for k buffers live
+// beside it over m buckets.
+//
+// Both give the same placements (the tree is tested against the buckets).
+// Scratch memory is reused: choose() allocates only when a list or the
+// scratch grows.
 //
 // The engine works on a merged problem (pool::mergeInplace): no in-place
 // pairs, alignment >= 1, end > start, normalized gaps.
@@ -42,10 +61,25 @@ namespace memplan::heur {
 enum class Fit : std::uint8_t { Best, First };
 std::string_view fitName(Fit f);
 
+struct PlacerParams {
+  enum class Index : std::uint8_t {
+    Auto,     // the run tree, or the buckets for pools with gaps
+    Tree,     // the run tree (pools with gaps use the buckets regardless)
+    Buckets,  // the buckets
+  };
+  Index index = Index::Auto;
+  // Run tree: time ranks per leaf. Smaller leaves hold fewer partly
+  // covered buffers; larger ones make the tree shallower.
+  std::size_t leaf_ranks = 8;
+};
+
 class Placer {
  public:
   static constexpr Bytes kStopped = ~Bytes{0};
-  explicit Placer(const PoolProblem& merged);
+  explicit Placer(const PoolProblem& merged, PlacerParams params = {});
+  ~Placer();
+  Placer(const Placer&) = delete;
+  Placer& operator=(const Placer&) = delete;
 
   // Places order[from..] given that order[0..from) already sit at
   // `offsets` (offsets of the other buffers are ignored and overwritten).
@@ -69,56 +103,48 @@ class Placer {
   // excluded): the ones choose() steps around.
   void overlapping(BufferId b, std::vector<BufferId>& out);
   const Buffer& buffer(BufferId b) const { return bufs_[b]; }
+  bool marked(BufferId b) const { return at_[b] != kUnmarked; }
 
-  // Work spent so far: placed buffers plus bucket entries examined.
+  // Work spent so far: placed buffers plus runs and entries examined.
   std::uint64_t work() const { return work_; }
   std::size_t size() const { return bufs_.size(); }
+  bool usesTree() const { return tree_ != nullptr; }
 
  private:
-  // A marked buffer as a bucket stores it: the bytes it holds (its
-  // envelope, for buffers with gaps) and its lifetime in time ranks.
-  struct Key {
-    Offset lo, hi;
-    std::int32_t rs, re;
-    BufferId id;
-  };
-  // Keys sorted by lo.
-  struct List {
-    std::vector<Key> keys;
-    void insert(const Key& k);
-    void erase(Offset lo, BufferId id);
-    void clear() { keys.clear(); }
-  };
-  // A bucket lists the marked buffers alive in it (all) and, apart, those
-  // that start in it (own): a lifetime spanning buckets reads the first
-  // bucket's `all` and the later buckets' `own` lists, so every live
-  // buffer once and few dead ones.
-  struct Bucket {
-    List all, own;
-  };
   struct Range {
     Offset lo, hi;            // b must stay out of [lo - size, hi)
     Range() noexcept {}       // scratch: no zero-fill on resize
     Range(Offset l, Offset h) noexcept : lo(l), hi(h) {}
   };
-  template <typename F>
-  void forEachList(BufferId b, F&& f);
-  void gather(BufferId b);
-  std::size_t firstBucket(BufferId b) const { return static_cast<std::size_t>(rs_[b]) / width_; }
-  std::size_t lastBucket(BufferId b) const { return static_cast<std::size_t>(re_[b] - 1) / width_; }
+  class Tree;
+  class Buckets;
+  friend class Tree;
+  friend class Buckets;
+
+  void mergeRuns();  // the runs in runs_ -> big_ and merged_, both sorted
+  Offset walk(BufferId b, Fit fit);
 
   static constexpr Offset kUnmarked = ~Offset{0};
 
   const std::vector<Buffer>& bufs_;
   Offset floor_ = 0;
   std::vector<std::int32_t> rs_, re_;   // lifetimes as time ranks
-  std::vector<std::uint8_t> gapped_;
-  bool any_gapped_ = false;
+  std::size_t ranks_ = 0;
   std::vector<Offset> at_;              // offset when marked, else kUnmarked
-  std::size_t width_ = 1;               // bucket width in ranks
-  std::vector<Bucket> buckets_;
+  Tree* tree_ = nullptr;                // exactly one of the two indexes
+  Buckets* buckets_ = nullptr;
+  // Static lifetime index for overlapping(): buffer ids by time bucket.
+  std::size_t id_width_ = 1;
+  std::vector<std::vector<BufferId>> ids_all_, ids_own_;
   std::vector<Range> ranges_, merged_;  // scratch
   std::vector<std::size_t> runs_;       // scratch: sorted runs in ranges_
+  std::pair<const Range*, std::size_t> big_{nullptr, 0};  // scratch: longest run
+  std::vector<Range> arena_;            // scratch: intermediate merges
+  struct Seg {
+    const Range* p;
+    std::size_t n;
+  };
+  std::vector<Seg> segs_;               // scratch: runs left to merge
   std::uint64_t work_ = 0;
 };
 

@@ -1,6 +1,8 @@
 // `memplan plan INPUT`: plan, verify, report, export.
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -16,6 +18,17 @@
 
 namespace memplan::cli {
 namespace {
+
+// Ctrl-C while planning ends the search: the best plan found so far is
+// verified and written as usual, and said to be stopped. A second Ctrl-C
+// exits at once.
+std::atomic<bool> g_interrupted{false};
+extern "C" void onInterrupt(int) {
+  if (g_interrupted.exchange(true)) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
 
 struct PlanCommand {
   std::string input;
@@ -54,8 +67,17 @@ struct PlanCommand {
         progress.emplace();
         watched.params.progress = progress->callback();
       }
+      watched.params.stop = &g_interrupted;
+      const auto previous = std::signal(SIGINT, onInterrupt);
       plan = memplan::plan(in, watched);
+      std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
     }
+    if (!plan.search_stopped.empty())
+      std::cerr << "memplan: search stopped ("
+                << (plan.search_stopped == "interrupted" ? "Ctrl-C" : "--time-limit")
+                << "): the plan is the best found until then"
+                << (plan.search_stopped == "interrupted" ? "" : "; time-limited plans are not repeatable")
+                << "\n";
     const VerifyResult verdict = verify(in, plan);
     const Model* model = in.modelOrNull();
 

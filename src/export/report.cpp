@@ -287,6 +287,24 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                           p.peak_op.empty() || p.peak_op == p.peak_node
                               ? std::string()
                               : " " + sanitizeUtf8(p.peak_op));
+    // What the search stages gained, when it went past the heuristics.
+    if (i.stages.size() > 1 || !i.stopped.empty()) {
+      auto times = [&](Bytes b) {
+        return i.lower_bound ? fmt::format("{:.4f}x", static_cast<double>(b) /
+                                                          static_cast<double>(i.lower_bound))
+                             : formatBytes(b, exact);
+      };
+      std::string line;
+      for (std::size_t k = 0; k < i.stages.size(); ++k) {
+        const SearchStage& st = i.stages[k];
+        line += fmt::format("{}{} {}", k ? ", " : "", st.stage, times(st.size));
+        if (k > 0 && st.size < i.stages[k - 1].size)
+          line += fmt::format(" (-{})", formatBytes(i.stages[k - 1].size - st.size, exact));
+      }
+      out += fmt::format("  search: {}\n", line.empty() ? "-" : line);
+      if (!i.stopped.empty())
+        out += fmt::format("  stopped ({}): the best plan found until then\n", i.stopped);
+    }
     out += fmt::format("  peak at step {}{}: {} live", p.peak_step, where,
                        formatBytes(p.peak_live, exact));
     if (i.reserved > 0)
@@ -350,6 +368,13 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
         {"tensors", i.buffers},
         {"work", i.work},
     };
+    if (!i.stages.empty()) {
+      json stages = json::array();
+      for (const SearchStage& st : i.stages)
+        stages.push_back({{"stage", st.stage}, {"bytes", st.size}, {"work", st.work}});
+      pool["stages"] = std::move(stages);
+    }
+    if (!i.stopped.empty()) pool["stopped"] = i.stopped;
     json top = json::array();
     for (const ReportTensor& r : p.top) {
       json t = {{"name", sanitizeUtf8(r.name)}, {"spec", r.spec}, {"op", sanitizeUtf8(r.op)},

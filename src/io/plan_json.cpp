@@ -88,6 +88,7 @@ ojson searchJson(const Plan& p) {
   j["effort"] = p.effort;
   j["time_limit_seconds"] = p.time_limit_seconds;
   j["seed"] = p.seed;
+  if (!p.search_stopped.empty()) j["stopped"] = p.search_stopped;  // only when cut short
   return j;
 }
 
@@ -249,7 +250,12 @@ class Reader : public jsontext::Fields {
       p.request.extra_padding = unsignedInt(*find(*v, "extra_padding"), "options.extra_padding", kMaxBytes);
     if (const json* s = find(root, "search")) {
       object(*s, "search");
-      knownKeys(*s, "search", {"effort", "time_limit_seconds", "seed"});
+      knownKeys(*s, "search", {"effort", "time_limit_seconds", "seed", "stopped"});
+      if (const json* x = find(*s, "stopped")) {
+        const std::string why = str(*x, "search.stopped");
+        if (why != "time limit" && why != "interrupted")
+          fail("search.stopped", "expected \"time limit\" or \"interrupted\"");
+      }
       const auto number = [&](const char* key) -> std::optional<double> {
         const json* x = find(*s, key);
         if (!x) return std::nullopt;
@@ -321,6 +327,8 @@ class Reader : public jsontext::Fields {
     skeleton.effort = made.request.params.effort;
     skeleton.time_limit_seconds = made.request.params.time_limit_seconds;
     skeleton.seed = made.request.params.seed;
+    if (const json* s = find(root, "search"); s && find(*s, "stopped"))
+      skeleton.search_stopped = find(*s, "stopped")->get<std::string>();
     if (made.source) skeleton.source = *made.source;
     skeleton.import_options = made.import_options;
     if (const json* t = find(root, "planning_seconds")) {

@@ -278,6 +278,9 @@ Plan plan(const Input& input, const PlanRequest& asked) {
   }
   out.source = input.source;
   out.import_options = input.import_options;
+  for (const GraphPlan& g : out.graphs)
+    for (const PoolInfo& pool : g.pools)
+      if (out.search_stopped.empty()) out.search_stopped = pool.stopped;
   out.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;

@@ -80,6 +80,8 @@ GraphPlan planPartition(const GraphSpecs& specs, const PlanRequest& request,
     info.algorithm = run.solution.algorithm;
     info.proven_optimal = run.solution.proven_optimal || info.size == info.lower_bound;
     info.work = run.solution.work;
+    info.stages = run.solution.stages;
+    info.stopped = run.solution.stopped;
     plan.pools.push_back(std::move(info));
     for (std::size_t i = 0; i < run.specs.size(); ++i) {
       Allocation a;
