@@ -22,7 +22,7 @@ class ExactAlgorithm : public Algorithm {
   const AlgorithmInfo& info() const override {
     static const AlgorithmInfo kInfo{
         .name = "exact",
-        .summary = "branch-and-bound search from the best heuristic plan toward the lower bound",
+        .summary = "branch-and-bound search from auto's plan toward the lower bound",
         .honours_gaps = true,
         .honours_hints = true};
     return kInfo;
