@@ -126,10 +126,11 @@ class Auto : public Algorithm {
         return best.offer(r.height, r.offsets, "local_search");
       };
       if (p_.local_search && searchable && open()) {
-        const std::uint64_t linear = std::min(
-            p_.local_search_max_work,
-            p_.local_search_base_work + p_.local_search_work_per_buffer * static_cast<std::uint64_t>(n));
-        localSearch(budget(std::max(linear, p_.local_search_min_passes * pass_work)), params.seed);
+        const std::uint64_t linear =
+            p_.local_search_base_work + p_.local_search_work_per_buffer * static_cast<std::uint64_t>(n);
+        localSearch(budget(std::min(p_.local_search_max_work,
+                                    std::max(linear, p_.local_search_min_passes * pass_work))),
+                    params.seed);
         record("local search");
       }
       pool::Placement out;

@@ -60,13 +60,15 @@ struct AutoParams {
   // order gives 1.0168x).
   std::uint64_t portfolio_work = 16'000'000;
   std::size_t portfolio_full_max_buffers = 50'000;
-  // Stage 3: base + per buffer, capped; at least this many passes' worth
-  // (a reorder move is a pass).
+  // Stage 3: base + per buffer, at least this many passes' worth (a
+  // reorder move is a pass), capped. No local search (nor stage 5) on
+  // pools above local_search_max_buffers: a pass there costs as much as
+  // the whole budget (and the default stays fast on large lists).
   std::uint64_t local_search_base_work = 2'000'000;
   std::uint64_t local_search_work_per_buffer = 2'000;
-  std::uint64_t local_search_max_work = 100'000'000;
   std::uint64_t local_search_min_passes = 8;
-  std::size_t local_search_max_buffers = 200'000;
+  std::uint64_t local_search_max_work = 100'000'000;
+  std::size_t local_search_max_buffers = 50'000;
   // Stage 4: search nodes per call.
   std::uint64_t exact_node_limit = 500'000;
   // Stage 5: base + per buffer, capped (placer work units), in rounds.

@@ -21,54 +21,61 @@ class Placer::Tree {
     leaves_ = p_.ranks_ / w_ + 1;
     size_ = 1;
     while (size_ < leaves_) size_ *= 2;
-    c_.resize(2 * size_);
+    a_.resize(size_);
+    part_.resize(size_);
     d_.resize(2 * size_);
     dirty_.assign(2 * size_, 0);
-    part_.resize(size_);
   }
 
   void clear() {
     for (std::size_t v = 1; v < 2 * size_; ++v) {
       if (d_[v].empty() && !dirty_[v]) continue;  // nothing stored at or below v
-      c_[v].clear();
       d_[v].clear();
       dirty_[v] = 0;
-      if (v >= size_) part_[v - size_].clear();
+      if (v >= size_) {
+        a_[v - size_].clear();
+        part_[v - size_].clear();
+      }
     }
   }
 
   void insert(BufferId b, Offset lo, Offset hi) {
-    Cover cv = coverOf(b);
-    for (std::size_t l = cv.fs + size_, r = cv.fe + size_; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) addRun(l++, lo, hi);
-      if (r & 1) addRun(--r, lo, hi);
-    }
+    const Cover cv = coverOf(b);
+    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) addRun(a_[leaf], lo, hi);
     for (int k = 0; k < cv.nparts; ++k) {
       auto& list = part_[cv.parts[k]];
       const Part e{lo, hi, p_.rs_[b], p_.re_[b], b};
       list.insert(std::upper_bound(list.begin(), list.end(), lo,
                                    [](Offset x, const Part& y) { return x < y.lo; }),
                   e);
-      unionUp(cv.parts[k] + size_, lo, hi);
       p_.work_ += 1;
+    }
+    // Every node over the touched leaves holds it in its union; stop at the
+    // first level where all of them already did (their ancestors do too).
+    for (std::size_t l = cv.ls + size_, r = cv.le + size_; l >= 1; l >>= 1, r >>= 1) {
+      bool changed = false;
+      for (std::size_t v = l; v <= r; ++v)
+        if (!dirty_[v]) changed = unionInsert(d_[v], lo, hi) || changed;
+      if (!changed) break;
     }
   }
 
   void erase(BufferId b, Offset lo, Offset hi) {
-    Cover cv = coverOf(b);
-    for (std::size_t l = cv.fs + size_, r = cv.fe + size_; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) dropRun(l++, lo, hi);
-      if (r & 1) dropRun(--r, lo, hi);
-    }
+    const Cover cv = coverOf(b);
+    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) dropRun(a_[leaf], lo, hi);
     for (int k = 0; k < cv.nparts; ++k) {
       auto& list = part_[cv.parts[k]];
       auto it = std::lower_bound(list.begin(), list.end(), lo,
                                  [](const Part& y, Offset x) { return y.lo < x; });
       while (it != list.end() && it->id != b) ++it;
       if (it != list.end()) list.erase(it);
-      markDirty(cv.parts[k] + size_);
       p_.work_ += 1;
     }
+    // A union cannot forget a range: the touched leaves and their
+    // ancestors rebuild theirs when next read (a dirty node's ancestors
+    // are all dirty).
+    for (std::size_t leaf = cv.ls; leaf <= cv.le; ++leaf)
+      for (std::size_t v = leaf + size_; v >= 1 && !dirty_[v]; v >>= 1) dirty_[v] = 1;
   }
 
   // p_.ranges_ / p_.runs_ = what b must stay clear of, as sorted runs.
@@ -76,23 +83,19 @@ class Placer::Tree {
     const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
     const std::size_t ls = static_cast<std::size_t>(rs) / w_;
     const std::size_t le = static_cast<std::size_t>(re - 1) / w_;
-    // The nodes above the first and last leaf: their buffers cover them.
-    std::size_t v = ls + size_, u = le + size_;
-    while (v != u) {
-      addList(c_[v]);
-      addList(c_[u]);
-      v >>= 1;
-      u >>= 1;
+    // The first and last leaf: the buffers covering them, and those partly
+    // covering them that share time with b.
+    addList(a_[ls]);
+    addParts(part_[ls], rs, re);
+    if (le != ls) {
+      addList(a_[le]);
+      addParts(part_[le], rs, re);
     }
-    for (; v >= 1; v >>= 1) addList(c_[v]);
-    // Leaves in between: everything stored at or below them.
+    // Leaves in between: everything stored there.
     for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
       if (l & 1) addList(unionAt(l++));
       if (r & 1) addList(unionAt(--r));
     }
-    // The first and last leaf's partly covering buffers that share time.
-    addParts(part_[ls], rs, re);
-    if (le != ls) addParts(part_[le], rs, re);
   }
 
  private:
@@ -104,30 +107,30 @@ class Placer::Tree {
     std::int32_t rs, re;
     BufferId id;
   };
-  // Where a buffer is stored: whole leaves [fs, fe), and up to two leaves
-  // it covers in part.
+  // Where a buffer is stored: the leaves it touches [ls, le], of which it
+  // covers [fs, fe) whole and up to two in part.
   struct Cover {
-    std::size_t fs = 0, fe = 0;
+    std::size_t ls = 0, le = 0, fs = 0, fe = 0;
     std::size_t parts[2] = {0, 0};
     int nparts = 0;
   };
   Cover coverOf(BufferId b) const {
     const auto rs = static_cast<std::size_t>(p_.rs_[b]);
     const auto re = static_cast<std::size_t>(p_.re_[b]);
-    const std::size_t ls = rs / w_, le = (re - 1) / w_;
     Cover cv;
-    cv.fs = rs % w_ == 0 ? ls : ls + 1;
-    cv.fe = re % w_ == 0 ? le + 1 : le;
-    if (cv.fs > ls) cv.parts[cv.nparts++] = ls;
-    if (cv.fe <= le && (le != ls || cv.nparts == 0)) cv.parts[cv.nparts++] = le;
+    cv.ls = rs / w_;
+    cv.le = (re - 1) / w_;
+    cv.fs = rs % w_ == 0 ? cv.ls : cv.ls + 1;
+    cv.fe = re % w_ == 0 ? cv.le + 1 : cv.le;
+    if (cv.fs > cv.ls) cv.parts[cv.nparts++] = cv.ls;
+    if (cv.fe <= cv.le && (cv.le != cv.ls || cv.nparts == 0)) cv.parts[cv.nparts++] = cv.le;
     if (cv.fe < cv.fs) cv.fe = cv.fs;  // inside one leaf
     return cv;
   }
 
-  // Buffers stored at one node are alive together: disjoint ranges, kept
-  // as runs of touching ones.
-  void addRun(std::size_t v, Offset lo, Offset hi) {
-    auto& runs = c_[v];
+  // Buffers covering one leaf are alive together: disjoint ranges, kept as
+  // runs of touching ones.
+  void addRun(std::vector<Run>& runs, Offset lo, Offset hi) {
     auto it = std::upper_bound(runs.begin(), runs.end(), lo,
                                [](Offset x, const Run& y) { return x < y.lo; });
     const bool left = it != runs.begin() && std::prev(it)->hi == lo;
@@ -142,72 +145,10 @@ class Placer::Tree {
     } else {
       runs.insert(it, Run{lo, hi});
     }
-    unionUp(v, lo, hi);
     p_.work_ += 1;
   }
 
-  // A union cannot forget a range: after a removal, the unions of the
-  // node and its ancestors are rebuilt from their parts when next read.
-  // (A dirty node's ancestors are all dirty.)
-  void markDirty(std::size_t v) {
-    for (; v >= 1 && !dirty_[v]; v >>= 1) dirty_[v] = 1;
-  }
-  const std::vector<Run>& unionAt(std::size_t v) {
-    if (dirty_[v]) {
-      if (v < size_) {
-        unionAt(2 * v);
-        unionAt(2 * v + 1);
-      }
-      rebuildUnion(v);
-      dirty_[v] = 0;
-    }
-    return d_[v];
-  }
-
-  // d_[v] = c_[v] with the unions of its children (a leaf: its parts).
-  void rebuildUnion(std::size_t v) {
-    auto& out = d_[v];
-    out.clear();
-    auto add = [&](Offset lo, Offset hi) {  // in lo order
-      if (!out.empty() && lo <= out.back().hi) out.back().hi = std::max(out.back().hi, hi);
-      else out.push_back(Run{lo, hi});
-    };
-    const auto& own = c_[v];
-    if (v >= size_) {
-      const auto& parts = part_[v - size_];
-      std::size_t i = 0, j = 0;
-      while (i < own.size() || j < parts.size()) {
-        if (j == parts.size() || (i < own.size() && own[i].lo <= parts[j].lo)) {
-          add(own[i].lo, own[i].hi);
-          ++i;
-        } else {
-          add(parts[j].lo, parts[j].hi);
-          ++j;
-        }
-      }
-      p_.work_ += own.size() + parts.size();
-      return;
-    }
-    const auto& x = d_[2 * v];
-    const auto& y = d_[2 * v + 1];
-    std::size_t i = 0, j = 0, k = 0;
-    while (i < own.size() || j < x.size() || k < y.size()) {
-      Offset best = std::numeric_limits<Offset>::max();
-      int from = 0;
-      if (i < own.size()) best = own[i].lo;
-      if (j < x.size() && x[j].lo < best) {
-        best = x[j].lo;
-        from = 1;
-      }
-      if (k < y.size() && y[k].lo < best) from = 2;
-      const Run r = from == 0 ? own[i++] : from == 1 ? x[j++] : y[k++];
-      add(r.lo, r.hi);
-    }
-    p_.work_ += own.size() + x.size() + y.size();
-  }
-
-  void dropRun(std::size_t v, Offset lo, Offset hi) {
-    auto& runs = c_[v];
+  void dropRun(std::vector<Run>& runs, Offset lo, Offset hi) {
     auto it = std::upper_bound(runs.begin(), runs.end(), lo,
                                [](Offset x, const Run& y) { return x < y.lo; });
     if (it == runs.begin()) return;  // not stored (cannot happen)
@@ -223,28 +164,62 @@ class Placer::Tree {
     } else {
       runs.erase(it);
     }
-    markDirty(v);
     p_.work_ += 1;
   }
 
-  // Adds [lo, hi) to the unions of v and its ancestors, up to the first
-  // that already holds it (then all above do).
-  void unionUp(std::size_t v, Offset lo, Offset hi) {
-    for (; v >= 1 && !dirty_[v]; v >>= 1) {
-      auto& runs = d_[v];
-      auto i = std::lower_bound(runs.begin(), runs.end(), lo,
-                                [](const Run& y, Offset x) { return y.hi < x; });
-      auto j = std::upper_bound(i, runs.end(), hi, [](Offset x, const Run& y) { return x < y.lo; });
-      p_.work_ += 1;
-      if (i == j) {
-        runs.insert(i, Run{lo, hi});
-        continue;
-      }
-      if (std::next(i) == j && i->lo <= lo && hi <= i->hi) return;
-      const Offset nlo = std::min(lo, i->lo), nhi = std::max(hi, std::prev(j)->hi);
-      *i = Run{nlo, nhi};
-      runs.erase(std::next(i), j);
+  // Adds [lo, hi) to a union of runs; false when it held it already.
+  bool unionInsert(std::vector<Run>& runs, Offset lo, Offset hi) {
+    auto i = std::lower_bound(runs.begin(), runs.end(), lo,
+                              [](const Run& y, Offset x) { return y.hi < x; });
+    auto j = std::upper_bound(i, runs.end(), hi, [](Offset x, const Run& y) { return x < y.lo; });
+    p_.work_ += 1;
+    if (i == j) {
+      runs.insert(i, Run{lo, hi});
+      return true;
     }
+    if (std::next(i) == j && i->lo <= lo && hi <= i->hi) return false;
+    const Offset nlo = std::min(lo, i->lo), nhi = std::max(hi, std::prev(j)->hi);
+    *i = Run{nlo, nhi};
+    runs.erase(std::next(i), j);
+    return true;
+  }
+
+  const std::vector<Run>& unionAt(std::size_t v) {
+    if (dirty_[v]) {
+      if (v < size_) {
+        unionAt(2 * v);
+        unionAt(2 * v + 1);
+      }
+      rebuildUnion(v);
+      dirty_[v] = 0;
+    }
+    return d_[v];
+  }
+
+  // d_[v] from its parts: a leaf's covering runs and partial entries, or
+  // the unions of the two children.
+  void rebuildUnion(std::size_t v) {
+    auto& out = d_[v];
+    out.clear();
+    auto add = [&](Offset lo, Offset hi) {  // in lo order
+      if (!out.empty() && lo <= out.back().hi) out.back().hi = std::max(out.back().hi, hi);
+      else out.push_back(Run{lo, hi});
+    };
+    auto merge = [&](const auto& x, const auto& y) {
+      std::size_t i = 0, j = 0;
+      while (i < x.size() || j < y.size()) {
+        if (j == y.size() || (i < x.size() && x[i].lo <= y[j].lo)) {
+          add(x[i].lo, x[i].hi);
+          ++i;
+        } else {
+          add(y[j].lo, y[j].hi);
+          ++j;
+        }
+      }
+      p_.work_ += x.size() + y.size();
+    };
+    if (v >= size_) merge(a_[v - size_], part_[v - size_]);
+    else merge(d_[2 * v], d_[2 * v + 1]);
   }
 
   void addList(const std::vector<Run>& runs) {
@@ -277,9 +252,9 @@ class Placer::Tree {
   Placer& p_;
   std::size_t w_;
   std::size_t leaves_ = 1, size_ = 1;
-  std::vector<std::vector<Run>> c_;      // per node: runs of the buffers stored there
-  std::vector<std::vector<Run>> d_;      // per node: union of all stored at or below it
+  std::vector<std::vector<Run>> a_;      // per leaf: runs of the buffers covering it
   std::vector<std::vector<Part>> part_;  // per leaf: partly covering buffers, by offset
+  std::vector<std::vector<Run>> d_;      // per node: union of all stored at or below it
   std::vector<std::uint8_t> dirty_;      // per node: d_ to be rebuilt
 };
 
@@ -515,8 +490,17 @@ Placer::Placer(const PoolProblem& merged, PlacerParams params)
   runs_.reserve(64);
   if (params.index == PlacerParams::Index::Buckets || gapped)
     buckets_ = new Buckets(*this);
-  else
-    tree_ = new Tree(*this, params.leaf_ranks);
+  else {
+    // Leaves of about an eighth of the mean lifetime: a buffer covers a
+    // few leaves whole, and few buffers start or end inside one leaf.
+    std::size_t w = params.leaf_ranks;
+    if (w == 0) {
+      std::uint64_t span = 0;
+      for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
+      w = std::clamp<std::size_t>(n ? static_cast<std::size_t>(span / n / 8) : 1, 4, 128);
+    }
+    tree_ = new Tree(*this, w);
+  }
 }
 
 Placer::~Placer() {

@@ -68,9 +68,10 @@ struct PlacerParams {
     Buckets,  // the buckets
   };
   Index index = Index::Auto;
-  // Run tree: time ranks per leaf. Smaller leaves hold fewer partly
-  // covered buffers; larger ones make the tree shallower.
-  std::size_t leaf_ranks = 8;
+  // Run tree: time ranks per leaf (0: an eighth of the mean lifetime, 4 to
+  // 128). Smaller leaves hold fewer partly covering buffers; larger ones
+  // are fewer to update when a long-lived buffer is placed.
+  std::size_t leaf_ranks = 0;
 };
 
 class Placer {
