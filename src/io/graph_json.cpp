@@ -54,7 +54,7 @@ class Reader : public jsontext::Fields {
     version_ = version->get<std::uint64_t>();
 
     Model m;
-    m.name = root.contains("name") ? str(root["name"], "name") : source();
+    m.name = root.contains("name") ? text(root["name"], "name") : source();
     const json& tensors = array(root, "tensors", "tensors", kMaxTensors, true);
     const json& graphs = array(root, "graphs", "graphs", kMaxGraphs, true);
     if (graphs.empty()) fail("graphs", "expected at least the main graph");
@@ -65,14 +65,14 @@ class Reader : public jsontext::Fields {
       const std::string at = item("graphs", g);
       object(graphs[g], at);
       if (graphs[g].contains("name"))
-        addName(graph_names_, str(graphs[g]["name"], at + ".name"), static_cast<std::int64_t>(g));
+        addName(graph_names_, text(graphs[g]["name"], at + ".name"), static_cast<std::int64_t>(g));
     }
     tensor_names_.reserve(tensors.size());
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       const std::string at = item("tensors", t);
       object(tensors[t], at);
       if (!tensors[t].contains("name")) fail(at, "missing 'name'");
-      addName(tensor_names_, str(tensors[t]["name"], at + ".name"), static_cast<std::int64_t>(t));
+      addName(tensor_names_, text(tensors[t]["name"], at + ".name"), static_cast<std::int64_t>(t));
     }
     num_tensors_ = tensors.size();
     num_graphs_ = graphs.size();
@@ -85,7 +85,7 @@ class Reader : public jsontext::Fields {
         object(methods[i], at);
         knownKeys(methods[i], at, {"name", "graph"});
         Method method;
-        method.name = str(require(methods[i], at, "name"), at + ".name");
+        method.name = text(require(methods[i], at, "name"), at + ".name");
         method.graph = graphRef(require(methods[i], at, "graph"), at + ".graph");
         m.methods.push_back(std::move(method));
       }
@@ -131,8 +131,8 @@ class Reader : public jsontext::Fields {
   std::int64_t ref(const json& v, const std::string& at, const char* what,
                    const std::unordered_map<std::string, std::int64_t>& names,
                    std::size_t count) const {
-    if (v.is_string()) {
-      const auto& name = v.get_ref<const std::string&>();
+    if (v.is_string() || v.is_object()) {  // a name, or {"bytes": ...}
+      const std::string name = text(v, at);
       const auto it = names.find(name);
       if (it == names.end()) fail(at, std::string("no ") + what + " named '" + oneLine(name, 80) + "'");
       if (it->second == kAmbiguous)
@@ -183,7 +183,7 @@ class Reader : public jsontext::Fields {
                       "offset", "kind", "alias", "dynamic_unbound", "graph", "gaps", "fqn"});
     if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
       fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
-    t.name = v["name"].get<std::string>();
+    t.name = text(v["name"], at + ".name");
     if (v.contains("shape")) {
       const json& shape = array(v, "shape", at + ".shape", kMaxRank, false);
       t.shape.reserve(shape.size());
@@ -214,7 +214,7 @@ class Reader : public jsontext::Fields {
     }
     if (v.contains("fqn")) {
       needsVersion2(at + ".fqn");
-      t.fqn = str(v["fqn"], at + ".fqn");
+      t.fqn = text(v["fqn"], at + ".fqn");
       if (t.fqn.empty()) fail(at + ".fqn", "empty (leave it out for none)");
     }
     if (v.contains("dynamic_unbound"))
@@ -297,7 +297,7 @@ class Reader : public jsontext::Fields {
   bool readGraph(const json& v, std::size_t gi, Graph& g) const {
     const std::string at = item("graphs", gi);
     knownKeys(v, at, {"name", "inputs", "outputs", "nodes", "parent", "parent_node"});
-    if (v.contains("name")) g.name = v["name"].get<std::string>();
+    if (v.contains("name")) g.name = text(v["name"], at + ".name");
     g.inputs = tensorList(v, "inputs", at + ".inputs");
     g.outputs = tensorList(v, "outputs", at + ".outputs");
     const json& nodes = array(v, "nodes", at + ".nodes", kMaxNodes, false);
@@ -308,8 +308,8 @@ class Reader : public jsontext::Fields {
       Node& node = g.nodes[n];
       object(nv, nat);
       knownKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
-      if (nv.contains("name")) node.name = str(nv["name"], nat + ".name");
-      if (nv.contains("op")) node.op = str(nv["op"], nat + ".op");
+      if (nv.contains("name")) node.name = text(nv["name"], nat + ".name");
+      if (nv.contains("op")) node.op = text(nv["op"], nat + ".op");
       if (nv.contains("kind")) {
         const std::string k = str(nv["kind"], nat + ".kind");
         const auto kind = nodeKind(k);

@@ -1,5 +1,6 @@
 #include "io/json_text.h"
 
+#include "io/text.h"
 #include "memplan/types.h"
 
 namespace memplan::jsontext {
@@ -107,6 +108,26 @@ const Fields::Json& Fields::array(const Json& v, std::string_view at, std::size_
 std::string Fields::str(const Json& v, std::string_view at) const {
   if (!v.is_string()) fail(at, std::string("expected a string, got ") + typeName(v));
   return v.get<std::string>();
+}
+
+std::string Fields::text(const Json& v, std::string_view at) const {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_object())
+    fail(at, std::string("expected a string or {\"bytes\": \"...\"}, got ") + typeName(v));
+  knownKeys(v, at, {"bytes"});
+  const Json* bytes = find(v, "bytes");
+  if (!bytes) fail(at, "missing 'bytes'");
+  const std::string escaped = str(*bytes, member(at, "bytes"));
+  auto raw = unescapeBytes(escaped);
+  if (!raw)
+    fail(member(at, "bytes"), "'" + oneLine(escaped, 60) +
+                                  "': a backslash must start \\\\ or \\xNN (two hex digits)");
+  return std::move(*raw);
+}
+
+nlohmann::ordered_json textJson(std::string_view s) {
+  if (isUtf8(s)) return std::string(s);
+  return nlohmann::ordered_json{{"bytes", escapeBytes(s)}};
 }
 
 bool Fields::boolean(const Json& v, std::string_view at) const {

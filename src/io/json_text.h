@@ -36,6 +36,12 @@ nlohmann::json parse(std::string_view text, const std::string& source,
 std::string item(std::string_view base, std::size_t i);
 std::string member(std::string_view base, std::string_view key);
 
+// A string as memplan's JSON files write it: the string itself when it is
+// valid UTF-8, else {"bytes": "..."} holding its escapeBytes() form (io/text.h),
+// so that names read from model files, which are bytes, come back exactly.
+// Fields::text reads both.
+nlohmann::ordered_json textJson(std::string_view s);
+
 // Typed field access for one document. Every failure throws InputError
 // "SOURCE: PATH: what" (PATH left out when empty).
 class Fields {
@@ -59,6 +65,8 @@ class Fields {
   const Json& object(const Json& v, std::string_view at) const;
   const Json& array(const Json& v, std::string_view at, std::size_t max_entries) const;
   std::string str(const Json& v, std::string_view at) const;
+  // A string, or {"bytes": "..."} (textJson): the bytes it stands for.
+  std::string text(const Json& v, std::string_view at) const;
   bool boolean(const Json& v, std::string_view at) const;
   std::uint64_t unsignedInt(const Json& v, std::string_view at, std::uint64_t max) const;
   std::int64_t signedInt(const Json& v, std::string_view at, std::int64_t min,
