@@ -169,7 +169,16 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   std::string lo = options.prefix, up = options.prefix;
   std::transform(lo.begin(), lo.end(), lo.begin(), [](unsigned char c) { return std::tolower(c); });
   std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
-  const RuntimeTable t = runtimeTable(plan, model);
+  const RuntimeTable t = [&] {
+    try {
+      return runtimeTable(plan, model);
+    } catch (const InputError& e) {
+      // A value of the input the header cannot hold: name the input.
+      const std::string& input = plan.source.name.empty() ? options.source : plan.source.name;
+      if (input.empty()) throw;
+      throw InputError(fmt::format("{}: {}, the C header's type for steps", input, e.what()));
+    }
+  }();
   const std::size_t n = t.tensor_offset.size();
   const std::size_t pools = t.pool_size.size() - 1;
 

@@ -103,7 +103,10 @@ class Reader : public jsontext::Fields {
     try {
       validateModel(m);
     } catch (const InputError& e) {
-      throw InputError(source() + ": " + oneLine(e.what(), 400));
+      // The model is named after the file unless the file names it.
+      const std::string what = oneLine(e.what(), 400);
+      if (what.rfind(source() + ": ", 0) == 0) throw InputError(what);
+      throw InputError(source() + ": " + what);
     }
     return m;
   }
