@@ -160,12 +160,27 @@ std::int64_t Fields::signedInt(const Json& v, std::string_view at, std::int64_t 
 }
 
 nlohmann::json parse(std::string_view text, const std::string& source, std::size_t max_depth) {
+  nlohmann::json out;
+  parseWith(text, source, max_depth, [&] { out = nlohmann::json::parse(text.begin(), text.end()); });
+  return out;
+}
+
+bool SaxErrors::parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+  // As the DOM parser does: the library's own exception, turned into an
+  // InputError by parseWith.
+  if (e.id >= 100 && e.id < 200) throw static_cast<const nlohmann::json::parse_error&>(e);
+  if (e.id >= 400 && e.id < 500) throw static_cast<const nlohmann::json::out_of_range&>(e);
+  throw static_cast<const nlohmann::json::other_error&>(e);
+}
+
+void parseWith(std::string_view text, const std::string& source, std::size_t max_depth,
+               const std::function<void()>& run) {
   std::size_t stop = 0;
   if (nestingDepth(text, max_depth, stop) > max_depth)
     throw InputError(source + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
                      std::to_string(max_depth) + " levels");
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    run();
   } catch (const nlohmann::json::parse_error& e) {
     // Position from the byte offset; the library's text after its own
     // "parse error at line L, column C: " prefix says what went wrong.

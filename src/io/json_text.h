@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -31,6 +32,16 @@ const char* typeName(const nlohmann::json& v);
 // "SOURCE: JSON error: ..." for numbers out of range).
 nlohmann::json parse(std::string_view text, const std::string& source,
                      std::size_t max_depth = kMaxDepth);
+
+// The same checks and messages around any parse of `text` that throws the
+// library's exceptions: `run` calls nlohmann::json::parse or sax_parse (a
+// SAX handler derives from SaxErrors for the errors).
+void parseWith(std::string_view text, const std::string& source, std::size_t max_depth,
+               const std::function<void()>& run);
+struct SaxErrors {
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& e);
+};
 
 // "base[i]" and "base.key": JSON paths for messages.
 std::string item(std::string_view base, std::size_t i);
