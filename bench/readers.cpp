@@ -1,13 +1,13 @@
 // Memory and time of memplan's own readers at scale: graph JSON (a chain of
-// N tensors, one node each, ~64 bytes of JSON a tensor) and MiniMalloc CSV
-// (N rows), from 10^5 to 2*10^6 tensors. Prints a markdown table: per format
+// N tensors, one node each, ~130 bytes of JSON a tensor), MiniMalloc CSV
+// (N rows) and ExecuTorch spec lists (N specs), from 10^5 to 2*10^6. Prints a markdown table: per format
 // and size the file size, the reader's CPU seconds and the memory it adds
 // on top of the file's bytes (peak RSS, bytes per tensor), then the same
 // for a whole `memplan plan -o plan.json` run (read, plan, verify, write;
 // peak RSS with the file's bytes, per tensor). docs/reliability.md states
 // the budget these numbers must stay under.
 //
-//   readers [--sizes 100000,500000,1000000,2000000] [--formats json,csv]
+//   readers [--sizes 100000,500000,1000000,2000000] [--formats json,csv,spec]
 //           [--algorithm best_fit] [--skip-plan]
 //
 // Every (format, size) runs in its own child process, so a peak RSS is that
@@ -40,6 +40,14 @@ std::string graphJson(std::size_t n) {
                      i ? ",\n" : "", i, i, i + 1);
   s += "]}]}\n";
   return s;
+}
+
+std::string specList(std::size_t n) {
+  std::string s = "{\"name\":\"chain\",\"algorithm\":\"greedy\",\"alignment\":16,\"specs\":[\n";
+  for (std::size_t i = 0; i < n; ++i)
+    s += fmt::format("{}{{\"id\":{},\"nbytes\":{},\"lifetime\":[{},{}]}}", i ? ",\n" : "", i,
+                     64 * (1 + i % 16), i, i + 1);
+  return s + "]}\n";
 }
 
 std::string csv(std::size_t n) {
@@ -77,9 +85,8 @@ struct Row {
 
 Row measure(const std::string& format, std::size_t n, const std::string& algorithm, bool plan_too) {
   Row r;
-  const bool json = format == "json";
-  std::string text = json ? graphJson(n) : csv(n);
-  const std::string name = json ? "chain.json" : "chain.csv";
+  std::string text = format == "json" ? graphJson(n) : format == "spec" ? specList(n) : csv(n);
+  const std::string name = format == "csv" ? "chain.csv" : "chain.json";
   r.file_mb = static_cast<double>(text.size()) / (1024.0 * 1024.0);
   text.shrink_to_fit();
   try {
@@ -149,7 +156,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {100000, 500000, 1000000, 2000000};
-  std::vector<std::string> formats = {"json", "csv"};
+  std::vector<std::string> formats = {"json", "csv", "spec"};
   std::string algorithm = "best_fit";
   bool plan_too = true;
   for (int i = 1; i < argc; ++i) {
@@ -165,7 +172,7 @@ int main(int argc, char** argv) {
     } else if (a == "--skip-plan") {
       plan_too = false;
     } else {
-      std::fprintf(stderr, "usage: readers [--sizes N,...] [--formats json,csv] [--algorithm A] [--skip-plan]\n");
+      std::fprintf(stderr, "usage: readers [--sizes N,...] [--formats json,csv,spec] [--algorithm A] [--skip-plan]\n");
       return 2;
     }
   }

@@ -170,7 +170,7 @@ class Reader {
   }
 
  private:
-  static constexpr std::size_t kMaxRows = 0x7fffffff;  // BufferId is 32 bits
+  static constexpr std::size_t kMaxRows = limits::kMaxSpecs;  // the memory budget (memplan/limits.h)
   // Steps of a lifetime: memplan's limit (2^62), so that a step plus one
   // and sums of steps never overflow further on.
   static constexpr std::uint64_t kMaxTime = static_cast<std::uint64_t>(limits::kMaxTime);
