@@ -250,7 +250,7 @@ int runInterrupted(const std::vector<std::string>& args, std::chrono::microsecon
 
 TEST(HostilePaths, InterruptedRunsLeaveAllOutputsOrNone) {
   const fs::path dir = test::tempDir("hostile-sigint");
-  writeText(dir / "chain.json", chainGraph(60000));
+  writeText(dir / "chain.json", chainGraph(30000));
   const std::vector<std::string> outputs = {"p.json", "p.html", "p.svg", "p.h"};
   const std::vector<std::string> args = {"plan",   "-q",       (dir / "chain.json").string(),
                                          "-a",     "naive",    "-o",
@@ -265,9 +265,9 @@ TEST(HostilePaths, InterruptedRunsLeaveAllOutputsOrNone) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto whole = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   int complete = 0, none = 0;
-  for (int trial = 0; trial < 10; ++trial) {
+  for (int trial = 0; trial < 8; ++trial) {
     for (const std::string& o : outputs) fs::remove(dir / o);
-    const int status = runInterrupted(args, whole * (trial + 1) / 7);  // the last ones too late
+    const int status = runInterrupted(args, whole * (trial + 1) / 6);  // the last ones too late
     SCOPED_TRACE("trial " + std::to_string(trial));
     EXPECT_FALSE(hasTemporary(dir)) << "temporary files left";
     std::size_t present = 0;
