@@ -240,11 +240,31 @@ TEST(GraphJson, RandomModelsRoundTrip) {
   EXPECT_GT(with_index_refs, 10);
 }
 
-TEST(GraphJson, NonUtf8NamesAreReplacedNotFatal) {
+// Names are bytes in model files: one that is not UTF-8 is written in its
+// escaped form and read back exactly, never merged with its U+FFFD look-alike.
+TEST(GraphJson, NonUtf8NamesRoundTripByteExactly) {
   Model m = readTiny();
   m.tensors[0].name = "a\xff";
-  const Model back = readGraphJson(writeGraphJson(m), "x.json");
-  EXPECT_EQ(back.tensors[0].name, "a\xEF\xBF\xBD");
+  m.tensors[1].name = "a\xEF\xBF\xBD";  // "a" U+FFFD: valid UTF-8
+  m.tensors[2].name = "back\\slash\xc3";
+  m.graphs[0].nodes[0].op = "op\x80";
+  const std::string text = writeGraphJson(m);
+  EXPECT_NE(text.find(R"({"name":{"bytes":"a\\xff"})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("name":{"bytes":"back\\\\slash\\xc3"})"), std::string::npos) << text;
+  const Model back = readGraphJson(text, "x.json");
+  EXPECT_EQ(back.tensors[0].name, "a\xff");
+  EXPECT_EQ(back.tensors[1].name, "a\xEF\xBF\xBD");
+  EXPECT_EQ(back.tensors[2].name, "back\\slash\xc3");
+  EXPECT_EQ(back.graphs[0].nodes[0].op, "op\x80");
+  EXPECT_EQ(writeGraphJson(back), text);
+  // A reference may name a tensor in the escaped form too.
+  const std::string by_escape = R"({"format": "memplan-graph", "version": 1,
+    "tensors": [{"name": {"bytes": "x\\xff"}, "nbytes": 4}, {"name": "x\ufffd", "nbytes": 4}],
+    "graphs": [{"name": "main", "outputs": [{"bytes": "x\\xff"}, "x\ufffd"],
+                "nodes": [{"op": "f", "outputs": [{"bytes": "x\\xFF"}, 1]}]}]})";
+  const Model refs = readGraphJson(by_escape, "r.json");
+  EXPECT_EQ(refs.graphs[0].outputs, (std::vector<TensorId>{0, 1}));
+  EXPECT_EQ(refs.graphs[0].nodes[0].outputs, (std::vector<TensorId>{0, 1}));
 }
 
 TEST(GraphJson, SubgraphParentsAreDerivedFromTheRunningNode) {
@@ -317,7 +337,7 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
             "g.json: graphs: expected at least the main graph");
   EXPECT_EQ(errorOf(file(R"({"shape": [1]})", kG)), "g.json: tensors[0]: missing 'name'");
   EXPECT_EQ(errorOf(file(R"({"name": 5})", kG)),
-            "g.json: tensors[0].name: expected a string, got an integer");
+            "g.json: tensors[0].name: expected a string or {\"bytes\": \"...\"}, got an integer");
   EXPECT_EQ(errorOf(file(kT + R"(, {"name": "b", "shape": [2, -3], "dtype": "int8"})", kG)),
             "g.json: tensors[1].shape[1]: expected an integer >= -1 (-1: unknown), got -3");
   EXPECT_EQ(errorOf(file(R"({"name": "a", "shape": [2.5], "dtype": "int8"})", kG)),

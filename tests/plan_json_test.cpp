@@ -77,7 +77,7 @@ Plan skeletonOf(const Plan& plan) {
 
 TEST(PlanJson, WritesFixedLayout) {
   const std::string text = writePlanJson(handPlan(), nullptr);
-  EXPECT_EQ(text.rfind("{\n  \"format\": \"memplan-plan\",\n  \"version\": 3,\n"
+  EXPECT_EQ(text.rfind("{\n  \"format\": \"memplan-plan\",\n  \"version\": 4,\n"
                        "  \"source\": {\"name\":\"\",\"size\":0,\"sha256\":\"\"},\n"
                        "  \"import_options\": {\"input_shapes\":{},\"dims\":{},\"alias_views\":false,"
                        "\"unknown_size_bytes\":0},\n"
@@ -185,8 +185,8 @@ TEST(PlanJson, ErrorsNameFileAndField) {
             "','; expected string literal");
   EXPECT_EQ(errorOf(replace(t, "memplan-plan", "memplan-graph"), sk),
             "p.json: format: expected \"memplan-plan\"");
-  EXPECT_EQ(errorOf(replace(t, "\"version\": 3", "\"version\": 4"), sk),
-            "p.json: version: 4 is not supported (this memplan reads versions 1 to 3)");
+  EXPECT_EQ(errorOf(replace(t, "\"version\": 4", "\"version\": 5"), sk),
+            "p.json: version: 5 is not supported (this memplan reads versions 1 to 4)");
   EXPECT_EQ(errorOf(replace(t, "\"graph\": 1", "\"graph\": 5"), sk),
             "p.json: graphs[1].graph: must equal the graph's position 1");
   Plan one = sk;

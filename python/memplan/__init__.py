@@ -22,6 +22,7 @@ GIL, so threads plan in parallel.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -74,8 +75,8 @@ def read(
     Raises InputError naming the file and the place (byte offset, tensor,
     field) on any malformed input.
     """
-    return _memplan.read(os.fspath(path), _shapes(input_shapes), dict(dims or {}),
-                         bool(alias_views), int(unknown_size_bytes))
+    return _memplan.read(os.fspath(path), _shapes(input_shapes), _dims(dims),
+                         bool(alias_views), _int(unknown_size_bytes, "unknown_size_bytes"))
 
 
 def read_bytes(
@@ -89,8 +90,8 @@ def read_bytes(
 ) -> Input:
     """Like :func:`read`, from bytes in memory; ``name`` names the input in
     errors and plans (its extension, if any, picks the reader)."""
-    return _memplan.read_bytes(bytes(data), str(name), _shapes(input_shapes), dict(dims or {}),
-                               bool(alias_views), int(unknown_size_bytes))
+    return _memplan.read_bytes(bytes(data), str(name), _shapes(input_shapes), _dims(dims),
+                               bool(alias_views), _int(unknown_size_bytes, "unknown_size_bytes"))
 
 
 def plan(
@@ -141,11 +142,11 @@ def plan(
         inp,
         "" if algorithm is None else str(algorithm),
         0 if alignment is None else _nonnegative(alignment, "alignment"),
-        None if extra_padding is None else int(extra_padding),
+        None if extra_padding is None else _int(extra_padding, "extra_padding"),
         bool(plan_inputs), bool(plan_outputs), bool(plan_mutable_buffers), bool(per_device),
         float(effort), float(time_limit),
-        {int(k): int(v) for k, v in (capacities or {}).items()},
-        [int(m) for m in (spill_order or [])],
+        {_int(k, "capacities"): _int(v, "capacities") for k, v in (capacities or {}).items()},
+        [_int(m, "spill_order") for m in (spill_order or [])],
     )
 
 
@@ -171,7 +172,7 @@ def replay(
     :class:`ReplayResult` (``ok``, ``first_violation``, the clobbered tensor,
     its writer and the node that found it)."""
     inp, p = _pair(input_or_plan, plan)
-    return _memplan.replay(inp, p, int(max_dense_bytes), bool(force_sparse))
+    return _memplan.replay(inp, p, _int(max_dense_bytes, "max_dense_bytes"), bool(force_sparse))
 
 
 def read_plan(path: PathLike, input: Optional[Input] = None) -> Plan:
@@ -197,11 +198,32 @@ def algorithms() -> List[Tuple[str, str, bool]]:
 # ---- helpers ----
 
 def _shapes(shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
-    return {str(k): [int(d) for d in v] for k, v in (shapes or {}).items()}
+    return {str(k): [_int(d, f"input_shapes[{k}]") for d in v] for k, v in (shapes or {}).items()}
+
+
+def _dims(dims: Optional[Mapping[str, int]]) -> Dict[str, int]:
+    return {k: _int(v, f"dims[{k}]") for k, v in (dims or {}).items()}
+
+
+def _int(value: Any, what: str) -> int:
+    """An integer argument. A number with a fractional part (1.5) is refused,
+    as the CLI refuses ``--alignment 1.5``, never truncated; whole numbers
+    of other types (2.0, numpy integers) are taken as they are."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Number):
+        try:
+            whole = int(value)  # type: ignore[call-overload]
+        except (OverflowError, ValueError, TypeError):  # inf, nan, complex
+            raise InputError(f"{what}: {value!r} is not an integer") from None
+        if whole != value:
+            raise InputError(f"{what}: {value!r} is not an integer")
+        return whole
+    return int(value)
 
 
 def _nonnegative(value: int, what: str) -> int:
-    v = int(value)
+    v = _int(value, what)
     if v < 0:
         raise InputError(f"{what}: {v} is negative")
     return v

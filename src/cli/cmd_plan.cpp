@@ -101,7 +101,8 @@ struct PlanCommand {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
-        if (!write_pte.empty()) std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
+        if (!write_pte.empty())
+          std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe (nor any other output: a run that fails writes none)\n";
         return write_pte.empty() ? kExitOk : kExitVerifyFailed;
       }
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";

@@ -125,6 +125,12 @@ void checkOutputExtension(const std::string& path, const std::vector<std::string
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (std::find(allowed.begin(), allowed.end(), ext) != allowed.end()) return;
+  // A stream (/dev/stdout, /dev/null, a FIFO) takes the first format.
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::fifo ||
+      path.rfind("/dev/", 0) == 0 || path.rfind("/proc/self/fd/", 0) == 0)
+    return;
   std::string list;
   for (std::size_t i = 0; i < allowed.size(); ++i)
     list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];

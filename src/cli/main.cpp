@@ -94,9 +94,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report(describe(app, argc, argv, e), kExitBadInput);
   }
+  memplan::removeTemporariesOnSignals();
   try {
     for (const Command& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        // Every file the command writes, all together or none: a run that
+        // fails (an exception, exit code 1) leaves the targets as they were.
+        memplan::OutputTransaction outputs;
+        const int code = c.run();
+        if (code != kExitOk) return code;
+        std::cout.flush();  // before outputs that are the standard output
+        outputs.commit();
+        return code;
+      }
   } catch (const memplan::InputError& e) {
     return report(inFlagTerms(e.what()), kExitBadInput);
   } catch (const memplan::CapacityError& e) {

@@ -12,7 +12,8 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -133,13 +134,20 @@ RuntimeTable runtimeTable(const Plan& plan, const Model* model) {
                             : 0;
     t.output_step = step32(std::max<TimeValue>(main.specs.steps - 1, 0), "output");
   }
-  // Identifiers: collisions numbered _2, _3, ... in list order.
-  std::set<std::string> taken;
+  // Identifiers: collisions numbered _2, _3, ... in list order. Each base
+  // remembers the next number to try (every number below it is taken), so
+  // n tensors of one name cost O(n), not O(n^2).
+  std::unordered_set<std::string> taken;
+  std::unordered_map<std::string, std::uint64_t> next_number;
   const auto unique = [&](const std::string& name, const std::string& fallback) {
     std::string base = identifierOf(name);
     if (base.empty()) base = fallback;
     std::string id = base;
-    for (int k = 2; taken.count(id); ++k) id = fmt::format("{}_{}", base, k);
+    if (taken.count(id)) {
+      std::uint64_t& k = next_number.try_emplace(base, 2).first->second;
+      do id = fmt::format("{}_{}", base, k++);
+      while (taken.count(id));
+    }
     taken.insert(id);
     return id;
   };
@@ -161,7 +169,16 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   std::string lo = options.prefix, up = options.prefix;
   std::transform(lo.begin(), lo.end(), lo.begin(), [](unsigned char c) { return std::tolower(c); });
   std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
-  const RuntimeTable t = runtimeTable(plan, model);
+  const RuntimeTable t = [&] {
+    try {
+      return runtimeTable(plan, model);
+    } catch (const InputError& e) {
+      // A value of the input the header cannot hold: name the input.
+      const std::string& input = plan.source.name.empty() ? options.source : plan.source.name;
+      if (input.empty()) throw;
+      throw InputError(fmt::format("{}: {}, the C header's type for steps", input, e.what()));
+    }
+  }();
   const std::size_t n = t.tensor_offset.size();
   const std::size_t pools = t.pool_size.size() - 1;
 

@@ -66,7 +66,16 @@ std::string xmlEscape(std::string_view text) {
   const std::string clean = sanitizeUtf8(text);
   std::string out;
   out.reserve(clean.size());
-  for (char c : clean) {
+  for (std::size_t i = 0; i < clean.size(); ++i) {
+    const char c = clean[i];
+    // U+FFFE and U+FFFF are valid UTF-8 but no XML character (XML 1.0,
+    // production Char): a parser stops at them.
+    if (clean.compare(i, 2, "\xef\xbf") == 0 && i + 2 < clean.size() &&
+        (clean[i + 2] == '\xbe' || clean[i + 2] == '\xbf')) {
+      out += "\xef\xbf\xbd";
+      i += 2;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

@@ -19,7 +19,8 @@ Role specRole(const Spec& spec);
 // Valid UTF-8 without control characters (names come from model files):
 // bad bytes become U+FFFD, controls become '?'.
 std::string sanitizeUtf8(std::string_view text);
-// sanitizeUtf8 plus XML escaping of & < > " '.
+// sanitizeUtf8 plus XML escaping of & < > " ', and U+FFFE/U+FFFF (not XML
+// characters) as U+FFFD.
 std::string xmlEscape(std::string_view text);
 
 // "main" for graph 0; a body's name (cut at 40 bytes), or "graph 3".

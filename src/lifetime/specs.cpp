@@ -10,13 +10,6 @@
 namespace memplan {
 namespace {
 
-// The tensor whose storage `t` uses: follows View and InPlace aliases.
-TensorId storageRoot(const Model& m, TensorId t) {
-  while (m.tensors[t].alias == AliasKind::View || m.tensors[t].alias == AliasKind::InPlace)
-    t = m.tensors[t].alias_of;
-  return t;
-}
-
 // Tensors owned outside `g` that `g` or any body nested in it reads.
 void collectOuterReads(const Model& m, GraphId g, GraphId body_root, std::vector<TensorId>& out,
                        std::vector<char>& visiting) {
@@ -89,11 +82,29 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (TensorId t : graph.inputs) is_input[t] = 1;
   for (TensorId t : graph.outputs) is_output[t] = 1;
 
+  // The tensor whose storage `t` uses (View and InPlace aliases followed),
+  // with the walks remembered: every tensor of a walk learns its root, so a
+  // chain of n views costs O(n) in all, not O(n^2).
+  std::vector<TensorId> root_of(m.tensors.size(), kNone);
+  std::vector<TensorId> walk;
+  const auto rootOf = [&](TensorId t) {
+    walk.clear();
+    TensorId cur = t;
+    while (root_of[cur] == kNone &&
+           (m.tensors[cur].alias == AliasKind::View || m.tensors[cur].alias == AliasKind::InPlace)) {
+      walk.push_back(cur);
+      cur = m.tensors[cur].alias_of;
+    }
+    const TensorId root = root_of[cur] != kNone ? root_of[cur] : cur;
+    root_of[cur] = root;
+    for (TensorId w : walk) root_of[w] = root;
+    return root;
+  };
   // Spec of a tensor of this graph, created on first appearance.
   const auto specOf = [&](TensorId t) -> SpecId {
     if (m.tensors[t].graph != g) return kNone;  // outer-scope tensor
     if (result.tensor_spec[t] != kNone) return result.tensor_spec[t];
-    const TensorId root = storageRoot(m, t);
+    const TensorId root = rootOf(t);
     SpecId s = result.tensor_spec[root];
     if (s == kNone && m.tensors[root].graph == g) {
       s = static_cast<SpecId>(result.specs.size());
@@ -147,7 +158,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (SpecId s = 0; s < static_cast<SpecId>(result.specs.size()); ++s) {
     const Tensor& root = m.tensors[result.specs[s].tensor];
     if (root.alias == AliasKind::ShareWith) {
-      const SpecId base = result.tensor_spec[storageRoot(m, root.alias_of)];
+      const SpecId base = result.tensor_spec[rootOf(root.alias_of)];
       if (base == kNone)
         throw InputError(fmt::format("{}: tensor '{}' shares the allocation of '{}', which is not "
                                      "used in the same graph",
