@@ -121,8 +121,8 @@ TEST(Api, PlanFileRemembersHowTheInputWasRead) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // Every allocation the plan file holds is checked (331 for this model).
   std::size_t allocations = 0;
-  for (const auto& g : nlohmann::json::parse(test::readText(plan_path)).at("graphs"))
-    allocations += g.at("allocations").size();
+  const nlohmann::json plan_file = nlohmann::json::parse(test::readText(plan_path));
+  for (const auto& g : plan_file.at("graphs")) allocations += g.at("allocations").size();
   EXPECT_GT(allocations, 0u);
   EXPECT_EQ(r.out, "OK: " + std::to_string(allocations) + " allocations verified\n");
   r = test::runCli("replay " + model.string() + " " + plan_path);
