@@ -101,7 +101,10 @@ TEST(Auto, NeverWorseThanItsPartsOnConformanceLists) {
     for (const auto& [mem, p] : c.pools) {
       const PoolSolution s = automatic->solve(p, {});
       // Checked by the test's own checker: auto accepts its candidates with
-      // pool::checkPlacement, which therefore cannot judge them.
+      // pool::checkPlacement, which therefore cannot judge them (with its
+      // overlap sweep broken and one of auto's buffers moved down by its
+      // alignment, this fails: "'spec31' and 'spec56' share bytes [1855,
+      // 1856) at step 269").
       ASSERT_EQ(test::checkPoolPlacement(p, s.offsets), "") << c.name << " pool " << mem;
       ASSERT_EQ(s.size, test::placementBytes(p, s.offsets)) << c.name;
       const Bytes lb = lowerBound(p);
@@ -114,7 +117,8 @@ TEST(Auto, NeverWorseThanItsPartsOnConformanceLists) {
       // ExecuTorch places in-place results last, at their base's offset,
       // where another tensor may already live (its defect 3): such a plan
       // is unsafe and its size no bar to clear. Only that comparison is
-      // skipped.
+      // skipped: a build whose auto grows only where greedy is unsafe fails
+      // below (greedy-101-0045: 160 bytes, best_fit 128).
       const PoolSolution g = greedy->solve(p, {});
       if (test::checkPoolPlacement(p, g.offsets).empty())
         ASSERT_LE(s.size, g.size) << c.name << " pool " << mem;
