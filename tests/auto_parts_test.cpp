@@ -84,7 +84,8 @@ int check(const PoolProblem& p, const std::string& what) {
   // The test's own checker: auto accepts candidates with
   // pool::checkPlacement, which therefore cannot judge its plans (with its
   // overlap sweep broken and one of auto's buffers moved down by its
-  // alignment, the old check passed all 204 lists; this one fails them).
+  // alignment, the old check passed all 204 lists; this one reports e.g.
+  // "'t5' and 't0' share bytes [4607, 4608) at step 8").
   EXPECT_EQ(test::checkPoolPlacement(p, a.offsets), "") << what;
   EXPECT_EQ(a.size, test::placementBytes(p, a.offsets)) << what;
   EXPECT_GE(a.size, lowerBound(p)) << what;

@@ -33,7 +33,8 @@ def test_two_plans_in_parallel_threads():
 
 def test_planning_releases_the_gil():
     # MiniMalloc's list D: auto's search runs its whole work budget on it
-    # (deterministic, no time limit), long enough to watch. While the worker
+    # (effort 0.05: deterministic, no time limit; about 0.6 s, a few
+    # hundred ticks here), long enough to watch. While the worker
     # is inside memplan.plan, this thread keeps running Python and records
     # the worker's phase at each tick. With the GIL held for the whole call
     # it could run only before the call starts or after it returns: at most
@@ -44,7 +45,7 @@ def test_planning_releases_the_gil():
 
     def work():
         phase[0] = "planning"
-        result["plan"] = memplan.plan(inp)
+        result["plan"] = memplan.plan(inp, effort=0.05)
         phase[0] = "done"
 
     ticks = []
