@@ -109,6 +109,33 @@ TEST(Gaps, AWindowHoldsOnlyItsBytes) {
   EXPECT_EQ(test::checkPoolPlacement(p, {0, 39}), "'b0' and 'b1' share bytes [39, 40) at step 3");
 }
 
+// The tests' own placement checker holds every rule it judges by.
+TEST(PlacementCheck, EveryRuleIsChecked) {
+  // In-place group: b1 reuses b0's storage; b2 lands in b1's extra
+  // lifetime (ExecuTorch's defect 3 shape) at one offset, then above it.
+  PoolProblem p = pool({buffer(0, 2, 64), buffer(1, 5, 64), buffer(3, 5, 64)});
+  p.buffers[1].inplace_base = 0;
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 0, 64}), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 0, 0}), "'b1' and 'b2' share bytes [0, 64) at step 3");
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 64, 128}), "'b1' at 64 but its in-place base 'b0' at 0");
+  // A member that outlives a larger base holds only its own bytes after.
+  PoolProblem q = pool({buffer(0, 3, 64), buffer(2, 5, 16), buffer(3, 5, 48)});
+  q.buffers[1].inplace_base = 0;
+  EXPECT_EQ(test::checkPoolPlacement(q, {0, 0, 16}), "");
+  EXPECT_EQ(test::checkPoolPlacement(q, {0, 0, 8}), "'b1' and 'b2' share bytes [8, 16) at step 3");
+  // Alignment, reserved prefix, pins, the offset count.
+  PoolProblem r = pool({buffer(0, 2, 8, 8), buffer(0, 2, 8)}, 16);
+  r.buffers[1].fixed_offset = 32;
+  EXPECT_EQ(test::checkPoolPlacement(r, {16, 32}), "");
+  EXPECT_EQ(test::checkPoolPlacement(r, {20, 32}), "'b0' at 20 is not aligned to 8");
+  EXPECT_EQ(test::checkPoolPlacement(r, {8, 32}), "'b0' at 8 lies in the reserved prefix of 16 bytes");
+  EXPECT_EQ(test::checkPoolPlacement(r, {16, 40}), "'b1' at 40 is pinned at 32");
+  EXPECT_EQ(test::checkPoolPlacement(r, {16}), "1 offsets for 2 buffers");
+  // Half-open lifetimes: one ending where the other starts shares nothing.
+  EXPECT_EQ(test::checkPoolPlacement(pool({buffer(0, 2, 8), buffer(2, 4, 8)}), {0, 0}), "");
+  EXPECT_EQ(test::placementBytes(r, {16, 32}), 40u);
+}
+
 TEST(Gaps, MalformedGapsAreInputErrors) {
   PoolProblem p = pool({buffer(0, 10, 100)});
   p.buffers[0].gaps = {Gap{5, 7, std::nullopt}, Gap{6, 8, std::nullopt}};  // overlap
