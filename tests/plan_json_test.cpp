@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <iostream>
 
 #include "memplan/io.h"
 #include "memplan/plan.h"
@@ -317,9 +316,12 @@ TEST(PlanJson, ImportedGraphPlansLikeTheModel) {
   const fs::path models = test::modelsDir();
   std::string missing;  // models not fetched: mlp.json still runs, then skip or fail
   for (const char* m : {"face_detection/face_detection_full_range_sparse.tflite",
-                        "onnx-node/test_loop11.onnx", "onnx-node/test_if.onnx"})
-    if (fs::exists(models / m)) inputs.emplace_back(models / m, "--unknown-size-bytes 4096");
-    else missing += std::string(missing.empty() ? "" : ", ") + m;
+                        "onnx-node/test_loop11.onnx", "onnx-node/test_if.onnx"}) {
+    if (fs::exists(models / m))
+      inputs.emplace_back(models / m, "--unknown-size-bytes 4096");
+    else
+      missing += std::string(missing.empty() ? "" : ", ") + m;
+  }
   for (const auto& [model, flags] : inputs) {
     const std::string name = model.filename().string();
     const fs::path graph = dir / (name + ".graph.json");
