@@ -720,10 +720,14 @@ int libraryOpset() {
   return ox::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
 }
 
-#define REQUIRE_OLD_LIBRARY()                                                     \
-  if (libraryOpset() >= 18)                                                       \
-  GTEST_SKIP() << "the ONNX library knows opset 18 itself (opset " << libraryOpset() \
-               << ")"
+// These tests exercise memplan's own rules for opsets the library does not
+// know; a newer library leaves them nothing to test: skipped locally, a
+// failure where every test must run (MEMPLAN_REQUIRE_TEST_DATA, Debian 12's
+// ONNX 1.12 in CI).
+#define REQUIRE_OLD_LIBRARY()                                                      \
+  if (libraryOpset() >= 18)                                                        \
+  MEMPLAN_CANNOT_RUN("the ONNX library knows opset 18 itself") << "(opset " << libraryOpset() \
+                                                               << ")"
 
 void addInts(ox::GraphProto* g, const std::string& name, const std::vector<std::int64_t>& v) {
   auto* t = g->add_initializer();
@@ -1205,7 +1209,10 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
   std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()},
                                                             {"pad", shapeArithmeticModel()},
                                                             {"r18", opset18Model().SerializeAsString()}};
-  if (haveModels())
+  // Without the example models the built-in seeds still run, then the test
+  // skips (or fails, when data is required).
+  const bool models = haveModels();
+  if (models)
     for (const char* rel : {"onnx-node/test_if.onnx", "onnx-node/test_loop11.onnx",
                             "onnx-node/test_scan_sum.onnx"})
       seeds.emplace_back(rel, test::readText(test::modelsDir() / rel));
@@ -1232,6 +1239,7 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
     for (int k = 0; k < 4; ++k) b[rng() % b.size()] = static_cast<char>(rng());
     expectModelOrInputError(b, lenient, "random damage round " + std::to_string(round));
   }
+  if (!models) MEMPLAN_MISSING_DATA() << "example models not fetched: built-in seeds only";
 }
 
 TEST(OnnxImport, TruncatedRealModelIsInputError) {

@@ -719,7 +719,8 @@ TEST(Pte, TruncatedProgramsAreRefused) {
                                     test::buildPte(featuredProgram().spec)};
   for (const std::string& bytes : files)
     for (std::size_t n = 0; n < bytes.size(); n += (n < 64 ? 1 : 7))
-      expectRefusedOrRead(bytes.substr(0, n), "truncated to " + std::to_string(n));
+      EXPECT_FALSE(expectRefusedOrRead(bytes.substr(0, n), "truncated to " + std::to_string(n)))
+          << "a program truncated to " << n << " of " << bytes.size() << " bytes was read";
   // Every truncation of keyword_spotting inside its flatbuffer is refused.
   const std::string kws = realFile("keyword_spotting.pte");
   for (std::size_t n : {std::size_t{7}, std::size_t{100}, std::size_t{9000}, kws.size() - 1}) {

@@ -2,8 +2,9 @@
 
 Paths come from the environment ctest sets (MEMPLAN_MODELS_DIR, MEMPLAN_CLI)
 or default to the checkout's. Data a test needs and cannot find makes it
-skip, unless MEMPLAN_REQUIRE_TEST_DATA=1 (scripts/test.sh, CI): then it
-fails.
+skip, unless MEMPLAN_REQUIRE_TEST_DATA is set to anything but "" or "0"
+(scripts/test.sh and CI set it to 1; the C++ tests read it the same way):
+then it fails.
 """
 
 import os
@@ -20,9 +21,9 @@ CLI = pathlib.Path(os.environ.get("MEMPLAN_CLI", ROOT / "build" / "memplan"))
 
 
 def missing_data(what: str) -> None:
-    """Fails (MEMPLAN_REQUIRE_TEST_DATA=1) or skips: `what` is not there."""
+    """Fails (MEMPLAN_REQUIRE_TEST_DATA set, not 0) or skips: `what` is not there."""
     message = f"missing test data: {what} (run scripts/fetch-models.sh)"
-    if os.environ.get("MEMPLAN_REQUIRE_TEST_DATA") == "1":
+    if os.environ.get("MEMPLAN_REQUIRE_TEST_DATA", "") not in ("", "0"):
         pytest.fail(message)
     pytest.skip(message)
 

@@ -11,7 +11,8 @@
 # here by `npm ci` when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
 # temporary directory, removed afterwards).
 # Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium; with
-# MEMPLAN_REQUIRE_TEST_DATA=1, as scripts/test.sh sets, missing pieces fail).
+# MEMPLAN_REQUIRE_TEST_DATA set to anything but 0, as scripts/test.sh sets
+# it, missing pieces fail).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,8 @@ if [ ! -x "$bin" ]; then
 fi
 chromium=${MEMPLAN_CHROMIUM:-/usr/bin/chromium}
 skip_code=77
-[ "${MEMPLAN_REQUIRE_TEST_DATA:-0}" = "1" ] && skip_code=1
+# Any value but "" or "0" requires the test to run, as in the C++ and Python tests.
+case "${MEMPLAN_REQUIRE_TEST_DATA:-0}" in 0) ;; *) skip_code=1 ;; esac
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "run.sh: node/npm not installed" >&2
   exit $skip_code
