@@ -439,3 +439,82 @@ def _same(a, b) -> bool:
         return True
     except AssertionError:
         return False
+
+
+# ---- an LLM's shape, exported for an accelerator -------------------------
+
+def llm_program() -> Tuple[bytes, List[Tuple[str, tuple]]]:
+    """Prefill and decode methods over per-layer KV caches shared between
+    them (share_mutable_buffers), the linear layers delegated to XNNPACK:
+    the shape of an LLM exported for an NPU. tests/data/executorch-programs/
+    llm_prefill_decode_xnnpack.pte was written by this function."""
+    torch = _torch()
+    nn = torch.nn
+    exir = runtime_package("executorch.exir")
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    torch.manual_seed(0)
+
+    class Layer(nn.Module):
+        def __init__(self, seq=16, d=16):
+            super().__init__()
+            self.q, self.o = nn.Linear(d, d), nn.Linear(d, d)
+            self.register_buffer("k_cache", torch.zeros(1, seq, d))
+
+        def step(self, x, pos: int):
+            q = self.q(x)
+            self.k_cache[:, pos:pos + x.shape[1]].copy_(q)
+            att = torch.softmax(q @ self.k_cache.transpose(1, 2), -1)
+            return self.o(att @ self.k_cache) + x
+
+    class LLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Layer() for _ in range(2)])
+
+        def run(self, x, pos: int):
+            for layer in self.layers:
+                x = layer.step(x, pos)
+            return x
+
+    class Prefill(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m.run(x, 0)
+
+    class Decode(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m.run(x, 4)
+
+    llm = LLM().eval()
+    x4, x1 = torch.randn(1, 4, 16), torch.randn(1, 1, 16)
+    with torch.no_grad():
+        eps = {"prefill_forward": torch.export.export(Prefill(llm), (x4,), strict=False),
+               "decode_forward": torch.export.export(Decode(llm), (x1,), strict=False)}
+    edge = exir.to_edge_transform_and_lower(eps, partitioner=[XnnpackPartitioner()])
+    manager = edge.to_executorch(exir.ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True), emit_mutable_buffer_names=True))
+    return bytes(manager.buffer), [("prefill_forward", (x4,)), ("decode_forward", (x1,))]
+
+
+def test_llm_shaped_program_read_verified_replanned_and_run():
+    pte, calls = llm_program()
+    original = WORK / "llm.default.pte"
+    original.write_bytes(pte)
+    run_cli("verify", original)
+    run_cli("replay", original)
+    report = run_cli("report", "--bytes", original).stdout
+    for method in ("prefill_forward", "decode_forward"):
+        assert method in report
+    out = WORK / "llm.replanned.pte"
+    run_cli("plan", "-q", original, "--write-pte", out)
+    run_cli("verify", out)
+    _assert_same(run_program(pte, calls), run_program(out.read_bytes(), calls), "llm: replanned vs original")
