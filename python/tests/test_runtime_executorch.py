@@ -334,7 +334,7 @@ def case(name: str) -> Case:
     methods = [p.name for p in planned.executorch_program.execution_plan]
     c = Case(name, methods, bytes(default.buffer), bytes(planned.buffer), bytes(greedy.buffer),
              _sizes(default), _sizes(planned), {}, eager, calls)
-    c.lower_bound = _method_bounds(planned, bounds)
+    c.lower_bound = _method_bounds(list(modules), bounds)
     if shared:  # state shared between methods (pool 2): its bytes as they are
         c.lower_bound = {m: b + sum(c.memplan_sizes[m][2:]) for m, b in c.lower_bound.items()}
     c.default_path = WORK / f"{name}.default.pte"
@@ -344,15 +344,14 @@ def case(name: str) -> Case:
     return c
 
 
-def _method_bounds(manager, bounds: List[int]) -> Dict[str, int]:
-    """Per method, the lower bound of its top-level graph (ExecuTorch plans
-    control-flow bodies first and each method's top graph last, methods in
-    the order of execution_plan)."""
-    plans = manager.executorch_program.execution_plan
-    # Calls per method: 1 + its control-flow bodies (cond: two branches).
-    per = len(bounds) // len(plans)
-    assert per * len(plans) == len(bounds), bounds
-    return {p.name: bounds[(i + 1) * per - 1] for i, p in enumerate(plans)}
+def _method_bounds(planning_order: List[str], bounds: List[int]) -> Dict[str, int]:
+    """Per method, the lower bound of its top-level graph. ExecuTorch plans
+    the methods in the order they were given (execution_plan lists them
+    sorted by name), each method's control-flow bodies first and its
+    top-level graph last."""
+    per = len(bounds) // len(planning_order)  # calls per method: 1 + its bodies
+    assert per * len(planning_order) == len(bounds), bounds
+    return {m: bounds[(i + 1) * per - 1] for i, m in enumerate(planning_order)}
 
 
 def _assert_same(a, b, what):
