@@ -111,15 +111,20 @@ TflmArenaEstimate tflmArenaEstimate(const Model& model, Bytes head) {
   e.head = align(head);
   const Bytes tensors = model.tensors.size();
   e.eval_tensors = 24 * tensors;
-  e.tables = 8 * tensors;
+  e.tables = 1024 + 8 * tensors;
   Bytes ops = 0, channels = 0;
   for (const Graph& g : model.graphs)
     for (const Node& n : g.nodes) {
       ++ops;
-      const bool per_channel = n.op == "CONV_2D" || n.op == "DEPTHWISE_CONV_2D" ||
-                               n.op == "TRANSPOSE_CONV" || n.op == "FULLY_CONNECTED";
-      if (per_channel && !n.outputs.empty()) {
-        const auto& shape = model.tensors[static_cast<std::size_t>(n.outputs[0])].shape;
+      if (n.outputs.empty()) continue;
+      const Tensor& out = model.tensors[static_cast<std::size_t>(n.outputs[0])];
+      const bool quantized = out.dtype == DType::Int8 || out.dtype == DType::UInt8 || out.dtype == DType::Int16;
+      // Convolutions allocate per-channel multipliers and shifts whatever
+      // the type; fully connected layers only when quantized.
+      const bool per_channel = n.op == "CONV_2D" || n.op == "DEPTHWISE_CONV_2D" || n.op == "TRANSPOSE_CONV" ||
+                               (n.op == "FULLY_CONNECTED" && quantized);
+      if (per_channel) {
+        const auto& shape = out.shape;
         if (!shape.empty() && shape.back() > 0) channels = add(channels, static_cast<Bytes>(shape.back()));
       }
     }
