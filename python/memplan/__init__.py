@@ -121,8 +121,8 @@ def plan(
     algorithm: ``"auto"`` (default; a spec list: the case's own), or any
         name of :func:`algorithms` (``"greedy"``, ``"naive"``,
         ``"best_fit"``, ``"exact"``, ...).
-    alignment: planning alignment in bytes, a power of two (default 16; a
-        spec list: the case's; a CSV buffer list: 1).
+    alignment: planning alignment in bytes, any positive number up to
+        2^30 (default 16; a spec list: the case's; a CSV buffer list: 1).
     extra_padding: bytes added at the end of each used pool (default 0; a
         spec list: the case's).
     plan_inputs, plan_outputs, plan_mutable_buffers: plan graph inputs,

@@ -71,6 +71,10 @@ void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes) {
   std::cout << fmt::format("TFLite Micro's own planner (GreedyMemoryPlanner) would need {}; this "
                            "plan: {}, {}\n",
                            formatBytes(tflm, exact_bytes), formatBytes(ours, exact_bytes), change);
+  const TflmArenaEstimate arena = tflmArenaEstimate(*in.model, ours);
+  std::cout << fmt::format("TFLite Micro with this plan: kTensorArenaSize = {} (alignas(16)): head {} + "
+                           "{} for TFLM's own tensors, operators and kernel data (estimated)\n",
+                           arena.total, arena.head, arena.total - arena.head);
 }
 
 Plan embeddedPlan(const Input& in, bool allow_pinned_overlap) {
@@ -91,7 +95,10 @@ Plan embeddedPlan(const Input& in, bool allow_pinned_overlap) {
 std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap) {
   // The verifier checks each graph; across graphs (a body's tensors over its
   // caller's) TFLite Micro's single time line decides.
-  if (allow_pinned_overlap || !in.model || in.model->graphs.size() < 2) return {};
+  // A .pte's methods are graphs of their own, each with its own arenas:
+  // only a .tflite's subgraphs share one time line.
+  if (allow_pinned_overlap || in.kind != InputKind::Tflite || !in.model || in.model->graphs.size() < 2)
+    return {};
   return tflmPinConflicts(*in.model);
 }
 
