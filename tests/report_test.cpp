@@ -188,6 +188,49 @@ TEST(Report, JsonCarriesTheSameFacts) {
   EXPECT_TRUE(bare["pools"][0]["peak"]["top_tensors"][0]["shape"].is_null());
 }
 
+// The header names the input whatever its kind: a spec list or a CSV
+// buffer list has no model, but it has a file (it used to read "memplan,
+// algorithm auto").
+TEST(Report, HeaderNamesTheInputWithoutAModel) {
+  Tiny t = makeTiny();
+  ReportOptions opt;
+  opt.include_timing = false;
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan, algorithm auto\n", 0), 0u);
+  t.plan.source.name = "cases/buffers.csv";
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan: cases/buffers.csv, algorithm auto\n", 0), 0u);
+  // The file names the input even when the model has a name of its own.
+  EXPECT_EQ(formatReport(t.plan, &t.model, opt).rfind("memplan: cases/buffers.csv, algorithm auto\n", 0), 0u);
+  auto doc = nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt));
+  EXPECT_EQ(doc["input"], "cases/buffers.csv");
+  EXPECT_TRUE(doc["model"].is_null());
+  // `memplan report INPUT PLAN` names the input as given this time.
+  opt.input_name = "buffers.csv";
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan: buffers.csv, algorithm auto\n", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt))["input"], "buffers.csv");
+  t.plan.source.name.clear();
+  opt.input_name.clear();
+  EXPECT_TRUE(nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt))["input"].is_null());
+}
+
+// Optimal means the same in every view: an arena at its lower bound is
+// optimal whether or not a search said so (a plan carried by a file has no
+// search), and one above it is not.
+TEST(Report, OptimalWhenTheArenaMeetsTheBound) {
+  Tiny t = makeTiny();
+  t.plan.graphs[0].pools[0].proven_optimal = false;  // as a carried plan has it
+  ReportOptions opt;
+  opt.include_timing = false;
+  const std::string row = "main      1  cpu:0   3.5 KiB      3.5 KiB  1.000  yes      3.8 KiB";
+  EXPECT_NE(formatReport(t.plan, &t.model, opt).find(row), std::string::npos)
+      << formatReport(t.plan, &t.model, opt);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, &t.model, opt))["pools"][0]["proven_optimal"], true);
+  EXPECT_NE(renderHtml(t.plan, &t.model, {}).find("\"optimal\":true"), std::string::npos);
+  t.plan.graphs[0].pools[0].lower_bound = 3072;
+  EXPECT_NE(formatReport(t.plan, &t.model, opt).find("3.5 KiB      3.0 KiB  1.167  no "), std::string::npos)
+      << formatReport(t.plan, &t.model, opt);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, &t.model, opt))["pools"][0]["proven_optimal"], false);
+}
+
 TEST(Report, ReservedPrefixAndBodies) {
   Tiny t = makeTiny();
   t.plan.graphs[0].pools[0].reserved = 1024;

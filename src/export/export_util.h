@@ -44,6 +44,13 @@ ReportTensor describe(const GraphPlan& plan, const Allocation& alloc,
 // on), sorted by step; the reserved prefix is not included.
 std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId mem_id);
 
+// Whether a pool's arena is the minimum: a search proved it, or it meets
+// the lower bound (no plan beats that). One rule for every kind of plan
+// (planned, a .pte's, a .tflite's offline plan) in every view.
+inline bool isOptimal(const PoolInfo& info) {
+  return info.proven_optimal || info.size == info.lower_bound;
+}
+
 // The model's graph for a plan graph, or null (no model / out of range).
 const Graph* modelGraph(const Model* model, GraphId graph);
 // The spec of an allocation, or null when the plan is inconsistent.

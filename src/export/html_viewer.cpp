@@ -86,7 +86,7 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
                   {"reserved", p.reserved},
                   {"buffers", p.buffers},
                   {"algorithm", sanitizeUtf8(p.algorithm)},
-                  {"optimal", p.proven_optimal},
+                  {"optimal", exportutil::isOptimal(p)},
                   {"live", std::move(live)}});
   }
   g["pools"] = std::move(pj);
