@@ -190,11 +190,9 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
       ReportPool rp;
       rp.graph = gp.graph;
       rp.info = info;
-      for (const auto& [step, live] : exportutil::liveCurve(gp, info.mem_id))
-        if (live > rp.peak_live) {
-          rp.peak_live = live;
-          rp.peak_step = step;
-        }
+      const exportutil::Peak peak = exportutil::peakOf(exportutil::liveCurve(gp, info.mem_id));
+      rp.peak_step = peak.step;
+      rp.peak_live = peak.live;
       const exportutil::StepInfo at = exportutil::stepInfo(model, gp.graph, rp.peak_step);
       rp.peak_node = at.name;
       rp.peak_op = at.op;
