@@ -1032,6 +1032,25 @@ window.memplanViewer = {
   setFold: on => { setFold(on); drawAll(); return memplanViewerAxis(); },
   setPeakOnly: on => { setPeakOnly(on); drawAll(); return state.peakOnly; },
   tensorIndex: (name, p = 0) => { const g = graphOf(p); return g ? g.tensors.name.indexOf(name) : -1; },
+  clearSelection: () => { clearSelection(); drawAll(); },
+  redraw: () => { drawAll(); return lastDrawMs; },
+  // The drawn tensor of panel p whose lifetime spans the most steps that
+  // only produce constants (the shorter lifetime on ties; -1: none).
+  spanningFolds: (p = 0) => {
+    const panel = panels[p], g = graphOf(p);
+    if (!panel || !g) return -1;
+    const T = g.tensors, constant = new Set(g.constant_steps);
+    let best = -1, bestCount = 0;
+    for (const i of panel.drawn) {
+      let count = 0;
+      for (let t = T.first[i]; t <= T.last[i]; t++) count += constant.has(t) ? 1 : 0;
+      const span = T.last[i] - T.first[i];
+      if (count > bestCount || (count === bestCount && count > 0 && span < T.last[best] - T.first[best])) {
+        best = i; bestCount = count;
+      }
+    }
+    return best;
+  },
   controlMarkers: (p = 0) => {
     const panel = panels[p];
     if (!panel) return [];
