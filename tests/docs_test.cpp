@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -94,7 +95,10 @@ std::vector<Block> parseDoc(const std::vector<std::string>& lines, std::string& 
       continue;
     }
     if (!std::regex_match(lines[i], m, fence)) {
-      if (!lines[i].empty()) setup.clear(), output_of.clear();  // markers sit right above
+      if (!lines[i].empty()) {  // markers sit right above their block
+        setup.clear();
+        output_of.clear();
+      }
       continue;
     }
     const std::string indent = m[1], ticks = m[2], info = m[3];
