@@ -482,15 +482,15 @@ function drawLayout(panel) {
   const newPaths = () => SHADES.map(shades => shades.map(() => new Path2D()));
   const paths = newPaths(), faded = state.peakOnly ? newPaths() : null;
   const edges = new Path2D(), peakEdges = new Path2D();
-  const ps = q.peak_step;
+  const ps = q.peak_step, pos = g.pos;  // lifetimes lie within [0, steps]: no clamping here
   let edgeCount = 0;
   for (const i of list) {
     const a = T.first[i];
-    if (P(g, a) > v.x1) break;
+    if (pos[a] > v.x1) break;
     const b = T.last[i] + 1, o = T.offset[i], s = T.size[i];
-    if (P(g, b) < v.x0 || o + s < v.y0 || o > v.y1) continue;
-    const x = XS(a), y2 = S.Y(o);
-    let x2 = XS(b), y = S.Y(o + s);
+    if (pos[b] < v.x0 || o + s < v.y0 || o > v.y1) continue;
+    const x = S.X(pos[a]), y2 = S.Y(o);
+    let x2 = S.X(pos[b]), y = S.Y(o + s);
     if (x2 - x < 1) x2 = x + 1;
     if (y2 - y < 1) y = y2 - 1;
     const atPeak = a <= ps && ps <= T.last[i];
