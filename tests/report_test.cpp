@@ -231,6 +231,29 @@ TEST(Report, OptimalWhenTheArenaMeetsTheBound) {
   EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, &t.model, opt))["pools"][0]["proven_optimal"], false);
 }
 
+// The viewer's page carries the peak the report names and the steps that
+// only produce constants (which it folds).
+TEST(Report, ViewerDataHasThePeakAndTheConstantSteps) {
+  Tiny t = makeTiny();
+  std::string page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"peak_live\":3584,\"peak_step\":3"), std::string::npos);
+  EXPECT_NE(page.find("\"constant_steps\":[]"), std::string::npos);
+  // A weight made by a Constant node just before the add: step 3 only
+  // produces a constant; the add moves to step 4.
+  Tensor w = tensor("w", 8);
+  w.kind = TensorKind::Constant;
+  t.model.tensors.push_back(w);
+  t.model.graphs[0].nodes.insert(t.model.graphs[0].nodes.begin() + 2,
+                                 Node{"w_const", "Constant", NodeKind::Op, {}, {4}, {}});
+  t.model.graphs[0].nodes[3].inputs.push_back(4);
+  page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"constant_steps\":[3]"), std::string::npos);
+  // Views and in-place results are found by their own names too.
+  t.plan.graphs[0].specs.specs[2].members = {2, 4};
+  page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"aka\":[\"\",\"\",\"w\",\"\"]"), std::string::npos);
+}
+
 TEST(Report, ReservedPrefixAndBodies) {
   Tiny t = makeTiny();
   t.plan.graphs[0].pools[0].reserved = 1024;
