@@ -9,10 +9,11 @@
 # flags for it, e.g. --input-shape=x=1x3x640x640) and for two_pools.json
 # beside this script (two pools, a cond node with two bodies and two steps
 # that only produce constants: exercises pool tabs, control-flow markers and
-# folding), then opens them in the system
-# Chromium via playwright-core (ESLint and playwright-core are installed
-# here by `npm ci` when missing). Pages and screenshots go to $MEMPLAN_VIEWER_OUT (default: a
-# temporary directory, removed afterwards).
+# folding) and for far_steps.csv (lifetimes up to 10^12 steps), then opens
+# them in the system Chromium via playwright-core (ESLint and
+# playwright-core are installed here by `npm ci` when missing). Pages,
+# reports and screenshots go to $MEMPLAN_VIEWER_OUT (default: a temporary
+# directory, removed afterwards).
 # Exit: 0 pass, 1 fail, 2 usage, 77 skipped (no node or no Chromium; with
 # MEMPLAN_REQUIRE_TEST_DATA=1, as scripts/test.sh sets, missing pieces fail).
 set -euo pipefail
@@ -70,6 +71,9 @@ page() {
   "$bin" plan "$model" "$@" --compare greedy --html "$out/${name%.*}.html" --json \
     > "$out/${name%.*}.report.json"
 }
+# far_steps.csv: a buffer list whose lifetimes reach 10^12 steps (the axis
+# must not be a per-step table).
+page "$here/far_steps.csv"
 args=("$here/two_pools.json")
 for arg in "$@"; do
   if [ "${arg#-}" != "$arg" ]; then

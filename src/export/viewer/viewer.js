@@ -84,31 +84,45 @@ const state = { graph: 0, pool: null, view: null, full: null, hover: null, drag:
 const panels = [];
 
 // ---- the step axis ----
-// g.pos[t] is where step t starts on the x axis (t = 0..steps), in units of
+// P(g, t) is where step t starts on the x axis (t = 0..steps), in units of
 // visible steps: a folded step has no width. Everything drawn maps steps
 // through it, so folding is one switch. Nothing planned starts at a folded
-// step, so rectangles keep their order and the live curve its shape.
+// step, so rectangles keep their order and the live curve its shape. The
+// folded steps are a sorted list (a model's Constant nodes, never more than
+// its nodes), not a per-step table: a CSV buffer list's lifetimes may reach
+// 10^12 steps.
 function buildAxis(g) {
-  const n = g.steps, folded = new Uint8Array(n), pos = new Float64Array(n + 1);
-  if (state.fold) for (const t of g.constant_steps) if (t >= 0 && t < n) folded[t] = 1;
-  for (let t = 0; t < n; t++) pos[t + 1] = pos[t] + (folded[t] ? 0 : 1);
-  g.pos = pos;
+  const folded = [];
+  if (state.fold)
+    for (const t of g.constant_steps)
+      if (t >= 0 && t < g.steps && (!folded.length || t > folded[folded.length - 1])) folded.push(t);
+  g.folded = folded;
   g.folds = [];   // runs of folded steps: {from, to, at}
-  for (let t = 0; t < n; t++) {
-    if (!folded[t]) continue;
-    let e = t;
-    while (e + 1 < n && folded[e + 1]) e++;
-    g.folds.push({ from: t, to: e, at: pos[t] });
-    t = e;
+  for (let k = 0; k < folded.length; k++) {
+    let e = k;
+    while (e + 1 < folded.length && folded[e + 1] === folded[e] + 1) e++;
+    g.folds.push({ from: folded[k], to: folded[e], at: folded[k] - k });
+    k = e;
   }
 }
 function buildAxes() { for (const plan of DATA.plans) for (const g of plan.graphs) buildAxis(g); }
+// Folded steps before step t.
+function foldedBefore(g, t) {
+  const f = g.folded;
+  let lo = 0, hi = f.length;
+  while (lo < hi) { const mid = Math.floor((lo + hi) / 2); if (f[mid] < t) lo = mid + 1; else hi = mid; }
+  return lo;
+}
 // x of step boundary t (t = first step, or last step + 1).
-function P(g, t) { return g.pos[t <= 0 ? 0 : t >= g.steps ? g.steps : t]; }
+function P(g, t) {
+  const u = t <= 0 ? 0 : t >= g.steps ? g.steps : t;
+  return g.folded.length ? u - foldedBefore(g, u) : u;
+}
 // The step drawn at x (the visible step whose column holds x).
 function stepAt(g, x) {
+  if (!g.folded.length) return Math.max(0, Math.min(g.steps - 1, Math.floor(x)));
   let lo = 0, hi = g.steps - 1;
-  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (g.pos[mid] <= x) lo = mid; else hi = mid - 1; }
+  while (lo < hi) { const mid = Math.floor((lo + hi + 1) / 2); if (P(g, mid) <= x) lo = mid; else hi = mid - 1; }
   return lo;
 }
 function midStep(g, t) { return (P(g, t) + P(g, t + 1)) / 2; }
@@ -482,15 +496,15 @@ function drawLayout(panel) {
   const newPaths = () => SHADES.map(shades => shades.map(() => new Path2D()));
   const paths = newPaths(), faded = state.peakOnly ? newPaths() : null;
   const edges = new Path2D(), peakEdges = new Path2D();
-  const ps = q.peak_step, pos = g.pos;  // lifetimes lie within [0, steps]: no clamping here
+  const ps = q.peak_step;
   let edgeCount = 0;
   for (const i of list) {
-    const a = T.first[i];
-    if (pos[a] > v.x1) break;
-    const b = T.last[i] + 1, o = T.offset[i], s = T.size[i];
-    if (pos[b] < v.x0 || o + s < v.y0 || o > v.y1) continue;
-    const x = S.X(pos[a]), y2 = S.Y(o);
-    let x2 = S.X(pos[b]), y = S.Y(o + s);
+    const a = T.first[i], pa = P(g, a);
+    if (pa > v.x1) break;
+    const b = T.last[i] + 1, pb = P(g, b), o = T.offset[i], s = T.size[i];
+    if (pb < v.x0 || o + s < v.y0 || o > v.y1) continue;
+    const x = S.X(pa), y2 = S.Y(o);
+    let x2 = S.X(pb), y = S.Y(o + s);
     if (x2 - x < 1) x2 = x + 1;
     if (y2 - y < 1) y = y2 - 1;
     const atPeak = a <= ps && ps <= T.last[i];
@@ -1026,7 +1040,7 @@ window.memplanViewer = {
   // Steps of the current graph: all, shown (visible width), folded.
   axis: () => {
     const g = graphOf(0);
-    return { steps: g.steps, shown: P(g, g.steps), folded: state.fold ? g.constant_steps.length : 0,
+    return { steps: g.steps, shown: P(g, g.steps), folded: g.folded.length,
       constantSteps: g.constant_steps.length, fold: state.fold, runs: g.folds.length };
   },
   setFold: on => { setFold(on); drawAll(); return memplanViewerAxis(); },
@@ -1039,11 +1053,10 @@ window.memplanViewer = {
   spanningFolds: (p = 0) => {
     const panel = panels[p], g = graphOf(p);
     if (!panel || !g) return -1;
-    const T = g.tensors, constant = new Set(g.constant_steps);
+    const T = g.tensors;
     let best = -1, bestCount = 0;
     for (const i of panel.drawn) {
-      let count = 0;
-      for (let t = T.first[i]; t <= T.last[i]; t++) count += constant.has(t) ? 1 : 0;
+      const count = foldedBefore(g, T.last[i] + 1) - foldedBefore(g, T.first[i]);
       const span = T.last[i] - T.first[i];
       if (count > bestCount || (count === bestCount && count > 0 && span < T.last[best] - T.first[best])) {
         best = i; bestCount = count;
