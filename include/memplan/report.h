@@ -29,6 +29,9 @@ struct ReportOptions {
   std::size_t top_tensors = 10;      // largest tensors listed at each peak
   bool include_timing = true;        // planning time (text and JSON)
   bool include_subgraphs = true;     // control-flow bodies after main
+  // The input named in the header ("memplan: model.tflite, ..."); "" = the
+  // plan's source file, else the model's name.
+  std::string input_name;
 };
 
 // The facts the report is made of, computed once (also used by the viewer).

@@ -33,6 +33,8 @@ struct PlanCommand {
   int run() {
     // Contradictions first, before any work.
     if (!output.empty()) checkOutputExtension(output, {".json", ".csv"}, "-o");
+    if (quiet && json)
+      throw InputError("-q turns the report off and --json asks for it as JSON: give one of them");
     if (!compare.empty() && html.empty())
       throw InputError("--compare " + compare + " shows a second plan in the HTML viewer: it needs --html FILE");
     if (!compare.empty() && !findAlgorithmInfo(compare)) {

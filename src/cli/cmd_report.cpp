@@ -55,6 +55,7 @@ Command addReportCommand(CLI::App& app) {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       options.include_timing = false;  // not planned here
+      options.input_name = input;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
       if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
       const VerifyResult verdict = in.pte && plan_path.empty() ? verifyPte(*in.pte, plan, true)

@@ -215,4 +215,27 @@ std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId 
   return curve;
 }
 
+Peak peakOf(const std::vector<std::pair<TimeValue, Bytes>>& curve) {
+  Peak peak;
+  for (const auto& [step, live] : curve)
+    if (live > peak.live) peak = {step, live};
+  return peak;
+}
+
+std::vector<TimeValue> constantSteps(const Model* model, GraphId graph) {
+  std::vector<TimeValue> steps;
+  const Graph* g = modelGraph(model, graph);
+  if (!g) return steps;
+  for (std::size_t n = 0; n < g->nodes.size(); ++n) {
+    const Node& node = g->nodes[n];
+    if (node.outputs.empty() || !node.subgraphs.empty()) continue;
+    const bool constants = std::all_of(node.outputs.begin(), node.outputs.end(), [&](TensorId t) {
+      return t >= 0 && static_cast<std::size_t>(t) < model->tensors.size() &&
+             model->tensors[static_cast<std::size_t>(t)].kind == TensorKind::Constant;
+    });
+    if (constants) steps.push_back(nodeTime(*g, static_cast<NodeId>(n)));
+  }
+  return steps;
+}
+
 }  // namespace memplan::exportutil

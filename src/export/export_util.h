@@ -45,6 +45,26 @@ ReportTensor describe(const GraphPlan& plan, const Allocation& alloc,
 // on), sorted by step; the reserved prefix is not included.
 std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId mem_id);
 
+// Whether a pool's arena is the minimum: a search proved it, or it meets
+// the lower bound (no plan beats that). One rule for every kind of plan
+// (planned, a .pte's, a .tflite's offline plan) in every view.
+inline bool isOptimal(const PoolInfo& info) {
+  return info.proven_optimal || info.size == info.lower_bound;
+}
+
+// The first step where a live curve peaks, and the bytes live there (the
+// report's and the viewer's peak: one definition).
+struct Peak {
+  TimeValue step = 0;
+  Bytes live = 0;
+};
+Peak peakOf(const std::vector<std::pair<TimeValue, Bytes>>& curve);
+
+// Steps of a graph whose node only produces constants (ONNX Constant nodes:
+// PP-OCRv4 det has 342 among its 674 steps). Nothing planned starts there;
+// the viewer can fold them away. Sorted; empty without a model.
+std::vector<TimeValue> constantSteps(const Model* model, GraphId graph);
+
 // The model's graph for a plan graph, or null (no model / out of range).
 const Graph* modelGraph(const Model* model, GraphId graph);
 // The spec of an allocation, or null when the plan is inconsistent.

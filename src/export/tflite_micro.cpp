@@ -177,6 +177,9 @@ Plan pinnedPlan(const Model& model, const PlanOptions& options) {
     gp.parent = kNone;  // pins are absolute: no reserved-prefix layout to check
     gp.specs = collectSpecs(model, g, graphPlanOptions(model, g, options));
     std::map<MemId, PoolInfo> pools;
+    // The same tensors unpinned: the bound any plan of them meets, so the
+    // report can say whether the carried plan is optimal.
+    std::map<MemId, PoolProblem> problems;
     for (Spec& s : gp.specs.specs) {
       if (!s.planned) continue;
       if (!s.offset) {
@@ -194,13 +197,23 @@ Plan pinnedPlan(const Model& model, const PlanOptions& options) {
       p.naive_size += *size;
       ++p.buffers;
       p.algorithm = "pinned";
+      Buffer b;
+      b.id = static_cast<BufferId>(problems[m].buffers.size());
+      b.start = s.first;
+      b.end = s.last + 1;
+      b.size = *size;
+      b.nbytes = s.nbytes;
+      b.gaps = s.gaps;
+      problems[m].mem_id = m;
+      problems[m].buffers.push_back(std::move(b));
     }
     MemId top = 1;
     for (const auto& [m, p] : pools) top = std::max(top, m);
     gp.bufsizes.assign(static_cast<std::size_t>(top) + 1, 0);
     gp.pool_devices.assign(gp.bufsizes.size(), Device{});
     for (auto& [m, p] : pools) {
-      p.lower_bound = p.size;
+      p.lower_bound = std::min(p.size, lowerBound(problems[m]));
+      p.proven_optimal = p.size <= p.lower_bound;
       gp.bufsizes[m] = p.size;
       gp.pools.push_back(p);
     }
