@@ -299,7 +299,7 @@ TEST(MultiMethod, SingleMethodModelsOnlyShareWhenAsked) {
 // prefill of 16 tokens and a one-token decode sharing an 8 KiB KV cache.
 TEST(MultiMethod, ExampleDecoderPlansExactlyAndBetter) {
   const Input in = readInput(test::sourceDir() / "examples/graphs/decoder_kv.json");
-  ASSERT_EQ(in.model->methods.size(), 2u);
+  ASSERT_EQ(in.model()->methods.size(), 2u);
   const Plan executorch = plan(in, request("greedy", true));
   const Plan own = plan(in, {});
   const std::vector<StateSlot> state = {{"layers.0.attention.kv_cache.k_cache", 2, 0, 4096},
