@@ -478,7 +478,7 @@ TEST(MultiMethod, OverlappingPinsPlanAndVerifyInEveryMethod) {
   allow.options.allow_pinned_overlap = true;
   const Plan p = plan(in, allow);
   ASSERT_EQ(p.methods.size(), 2u);
-  const Model& m = *in.modelOrNull();
+  const Model& m = *in.model();
   const auto place = [&](const std::string& name) {
     for (TensorId t = 0; t < static_cast<TensorId>(m.tensors.size()); ++t)
       if (m.tensors[t].name == name) return placeOf(p, m, t);

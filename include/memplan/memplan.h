@@ -57,7 +57,7 @@ struct Input {
   const SpecList* specList() const;
   const BufferList* buffers() const;
   const PteProgram* pte() const;
-  const Model* modelOrNull() const { return model(); }
+  const Model* modelOrNull() const { return model(); }  // the older name of model()
 };
 
 // Reads a file of any kind; the reader is chosen by extension and content.

@@ -352,7 +352,7 @@ std::string writePlan(const Plan& plan, const Input& input, const WritePlanOptio
   if (options.format == PlanFormat::Csv) return planCsv(plan, input);
   PlanJsonOptions json;
   json.include_timing = options.include_timing;
-  return writePlanJson(plan, input.modelOrNull(), json);
+  return writePlanJson(plan, input.model(), json);
 }
 
 void writePlan(const std::filesystem::path& path, const Plan& plan, const Input& input,
