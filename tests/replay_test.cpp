@@ -7,9 +7,11 @@
 #include <map>
 
 #include "memplan/import.h"
+#include "memplan/memplan.h"
 #include "memplan/plan.h"
 #include "memplan/verify.h"
 #include "support/random_graph.h"
+#include "verify/pieces.h"
 #include "support/test_support.h"
 
 namespace memplan {
@@ -254,6 +256,26 @@ TEST_P(Replay, BodiesRunInTheReservedPrefix) {
   EXPECT_EQ(bad2.victim, "x");
   EXPECT_EQ(bad2.writer, "p");
   EXPECT_EQ(bad2.reader_node, "f");
+}
+
+// The replay's pieces helper and memplan::verify meet in one file (its
+// namespace once had the function's name): a spec with a gap holding a
+// window is three pieces, and the library verifies a plan here.
+TEST(ReplayPieces, MeetTheLibraryEntryPoint) {
+  Spec s;
+  s.first = 0;
+  s.last = 9;
+  s.gaps.push_back({3, 6, std::pair<Bytes, Bytes>{8, 16}});
+  std::vector<piece::Piece> out;
+  piece::piecesOf(s, 32, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[1].first, 3);
+  EXPECT_EQ(out[1].last, 5);
+  EXPECT_EQ(out[1].begin, 8u);
+  EXPECT_EQ(out[1].end, 16u);
+  Chain c;
+  const Input in = Input::fromModel(c.b.model());
+  EXPECT_TRUE(verify(in, plan(in)).ok());
 }
 
 // A body run by two nodes reads `t` from outside; between the two calls `u`

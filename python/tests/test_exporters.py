@@ -72,6 +72,9 @@ def test_write_pte_is_the_clis_file(tmp_path):
     carried = memplan.carried_plan(again)
     assert [g.bufsizes for g in carried.graphs] == [g.bufsizes for g in plan.graphs]
     assert memplan.verify(carried).ok
+    # A request field the file fixes is named as the argument was typed.
+    with pytest.raises(memplan.InputError, match=r"^per_device: does not apply to .*keyword_spotting.pte"):
+        memplan.plan(program, per_device=True)
     with pytest.raises(memplan.InputError, match=r"^Plan.write_pte: .* is not an ExecuTorch program"):
         memplan.plan(DATA.parent.parent / "examples" / "graphs" / "mlp.json").write_pte(tmp_path / "x.pte")
 
