@@ -76,9 +76,9 @@ TEST(Api, InputDefaultsAndRequestErrorsNameTheField) {
   // A spec list plans with its own algorithm, alignment and padding.
   const Input list = readInput(test::dataDir() / "executorch-conformance/greedy-101-0004.json");
   const Plan p = plan(list);
-  EXPECT_EQ(p.algorithm, list.spec_list->algorithm);
-  EXPECT_EQ(p.options.alignment, list.spec_list->alignment);
-  EXPECT_EQ(p.extra_padding, list.spec_list->extra_padding);
+  EXPECT_EQ(p.algorithm, list.specList()->algorithm);
+  EXPECT_EQ(p.options.alignment, list.specList()->alignment);
+  EXPECT_EQ(p.extra_padding, list.specList()->extra_padding);
   // A CSV buffer list: alignment 1, auto.
   const Input csv = readInput(test::dataDir() / "minimalloc-challenging/example.12.csv");
   EXPECT_EQ(plan(csv).options.alignment, 1u);

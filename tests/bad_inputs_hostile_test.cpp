@@ -358,10 +358,10 @@ TEST(HostileNames, NonUtf8TensorNamesRoundTripThroughGraphAndPlan) {
   m.tensors[2].name = "x\xff";  // the same name twice: ids still tell them apart
   const std::string graph = writeGraphJson(m);
   const Input in = readInput(graph, "g.json");
-  ASSERT_TRUE(in.model);
-  EXPECT_EQ(in.model->tensors[0].name, "x\xff");
-  EXPECT_EQ(in.model->tensors[2].name, "x\xff");
-  EXPECT_EQ(writeGraphJson(*in.model), graph);
+  ASSERT_TRUE(in.model());
+  EXPECT_EQ(in.model()->tensors[0].name, "x\xff");
+  EXPECT_EQ(in.model()->tensors[2].name, "x\xff");
+  EXPECT_EQ(writeGraphJson(*in.model()), graph);
   const Plan p = plan(in);
   const std::string text = writePlan(p, in);
   EXPECT_NE(text.find("\"version\": 4"), std::string::npos);

@@ -1,4 +1,4 @@
-// What every offset-based algorithm (best_fit, first_fit, local_search,
+// What every offset-based algorithm (today best_fit, first_fit, local_search,
 // exact, auto) must honour beyond sizes and lifetimes: lifetime gaps (with
 // and without windows), in-place groups with holes (XLA's colocated heap
 // simulator cases), preferred offsets (hints), alignments that are not
@@ -17,8 +17,15 @@
 namespace memplan {
 namespace {
 
-const std::vector<std::string> kOffsetAlgorithms = {"best_fit", "first_fit", "local_search",
-                                                    "exact", "auto"};
+// Every registered algorithm that declares it honours gaps and hints.
+const std::vector<std::string> kOffsetAlgorithms = [] {
+  std::vector<std::string> out;
+  for (const std::string& name : algorithmNames()) {
+    const AlgorithmInfo* info = findAlgorithmInfo(name);
+    if (info->honours_gaps && info->honours_hints) out.push_back(name);
+  }
+  return out;
+}();
 
 Buffer buffer(TimeValue start, TimeValue end, Bytes size, Bytes alignment = 1) {
   Buffer b;

@@ -141,7 +141,7 @@ Planned planOffline(const std::string& json) {
   Planned out;
   out.arena = p.main().bufsizes.at(1);
   const GraphPlan& g = p.main();
-  for (TensorId t = 0; t < static_cast<TensorId>(in.model->tensors.size()); ++t)
+  for (TensorId t = 0; t < static_cast<TensorId>(in.model()->tensors.size()); ++t)
     out.offsets.push_back(g.find(g.specs.tensor_spec.at(t))->offset);
   return out;
 }

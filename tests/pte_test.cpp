@@ -655,17 +655,17 @@ TEST(Pte, ProgramOptionsThatWouldChangeMemoryIdsAreRefused) {
 
 TEST(Pte, DetectedByExtensionAndIdentifier) {
   const std::string bytes = realFile("add.pte");
-  EXPECT_EQ(detectInputKind("model.pte", "x"), InputKind::Pte);
-  EXPECT_EQ(detectInputKind("model.bin", bytes), InputKind::Pte);
-  EXPECT_EQ(detectInputKind("model", bytes), InputKind::Pte);
+  EXPECT_EQ(detectInputFormat("model.pte", "x").name, "pte");
+  EXPECT_EQ(detectInputFormat("model.bin", bytes).name, "pte");
+  EXPECT_EQ(detectInputFormat("model", bytes).name, "pte");
 }
 
 // Through the library's entry point: any input, one plan.
 TEST(Pte, LibraryEntryPointTakesPrograms) {
   const std::string bytes = test::buildPte(chainProgram());
   const Input in = readInput(bytes, "chain.pte");
-  ASSERT_EQ(in.kind, InputKind::Pte);
-  ASSERT_TRUE(in.pte && in.model);
+  ASSERT_EQ(in.format->name, "pte");
+  ASSERT_TRUE(in.pte() && in.model());
   const Plan plan = memplan::plan(in, {});
   EXPECT_EQ(plan.algorithm, "auto");
   EXPECT_EQ(plan.graphs[0].bufsizes, (std::vector<Bytes>{0, 128}));
@@ -674,7 +674,7 @@ TEST(Pte, LibraryEntryPointTakesPrograms) {
   // A plan file reads back onto the program's specs.
   const Plan back = readPlan(writePlan(plan, in), "chain.plan.json", in);
   EXPECT_TRUE(verify(in, back).ok());
-  EXPECT_EQ(writePte(*in.pte, back), writePte(*in.pte, plan));
+  EXPECT_EQ(writePte(*in.pte(), back), writePte(*in.pte(), plan));
   // XNNPACK programs are padded unless the request says otherwise.
   PteProgramSpec spec = chainProgram();
   spec.methods[0].delegates.push_back({"XnnpackBackend", 0, 0});

@@ -17,9 +17,7 @@
 
 namespace memplan {
 
-// "512 B", "1.5 KiB", "12.3 MiB", "2.0 GiB" (1 decimal, binary units);
-// with `exact`, the exact count follows: "12.3 MiB (12896256 B)".
-std::string formatBytes(Bytes bytes, bool exact = false);
+// formatBytes (memplan/types.h) writes the byte counts.
 
 // "x MiB instead of y MiB, -z%": a plan's size against the naive sum.
 std::string formatSaving(Bytes size, Bytes naive, bool exact = false);

@@ -44,7 +44,7 @@ struct PlanCommand {
     }
     const PlanRequest request = plan_flags.toRequest();
     const Input in = input_flags.read(input);
-    if (!write_pte.empty() && !in.pte)
+    if (!write_pte.empty() && !in.pte())
       throw InputError(fmt::format("--write-pte: {} is not an ExecuTorch program (.pte)", input));
     printEachWarning(inputWarnings(in));
     Plan plan;
@@ -59,7 +59,7 @@ struct PlanCommand {
       plan = memplan::plan(in, watched);
     }
     const VerifyResult verdict = verify(in, plan);
-    const Model* model = in.modelOrNull();
+    const Model* model = in.model();
 
     if (!output.empty()) {
       WritePlanOptions write;
@@ -69,7 +69,6 @@ struct PlanCommand {
     if (verdict.ok()) writeRuntimeExports(runtime, in, plan);
     if (!html.empty()) {
       HtmlOptions options;
-      options.title = std::filesystem::path(input).filename().string();
       std::unique_ptr<Plan> other;
       if (!compare.empty()) {
         PlanRequest r = request;
@@ -79,19 +78,15 @@ struct PlanCommand {
         options.label = plan.algorithm;
         options.compare_label = compare;
       }
-      writeFileAtomic(html, renderHtml(plan, model, options));
+      writeHtml(html, plan, in, options);
     }
-    if (!svg.empty()) {
-      SvgOptions options;
-      options.title = std::filesystem::path(input).filename().string();
-      writeFileAtomic(svg, renderSvg(plan, model, options));
-    }
+    if (!svg.empty()) writeSvg(svg, plan, in);
     if (!quiet) {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
       if (!json) printTflmComparison(in, plan, exact_bytes);
-      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
+      if (in.pte() && !json) std::cout << pteSummary(*in.pte(), plan);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -110,7 +105,7 @@ struct PlanCommand {
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
       return kExitVerifyFailed;
     }
-    if (!write_pte.empty()) writePteOutput(in, plan, write_pte);
+    if (!write_pte.empty()) writePte(write_pte, plan, in);
     return kExitOk;
   }
 };

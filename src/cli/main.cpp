@@ -108,11 +108,11 @@ int main(int argc, char** argv) {
         return code;
       }
   } catch (const memplan::InputError& e) {
-    return report(inFlagTerms(e.what()), kExitBadInput);
+    return report(memplan::inShellTerms(e.what(), memplan::Shell::Cli), kExitBadInput);
   } catch (const memplan::CapacityError& e) {
     return report(std::string("does not fit: ") + e.what(), kExitDoesNotFit);
   } catch (const memplan::PlanError& e) {
-    return report(inFlagTerms(e.what()), kExitBadInput);
+    return report(memplan::inShellTerms(e.what(), memplan::Shell::Cli), kExitBadInput);
   } catch (const std::bad_alloc&) {
     return report("out of memory", kExitBadInput);
   } catch (const std::exception& e) {

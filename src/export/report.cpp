@@ -19,26 +19,6 @@ namespace memplan {
 
 using exportutil::sanitizeUtf8;
 
-std::string formatBytes(Bytes bytes, bool exact) {
-  std::string text;
-  if (bytes < 1024) {
-    text = fmt::format("{} B", bytes);
-  } else {
-    // Pick the unit after rounding, so 1048575 B reads "1.0 MiB", not
-    // "1024.0 KiB".
-    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double value = static_cast<double>(bytes) / 1024.0;
-    std::size_t unit = 0;
-    while (unit + 1 < std::size(kUnits) && std::round(value * 10.0) >= 1024.0 * 10.0) {
-      value /= 1024.0;
-      ++unit;
-    }
-    text = fmt::format("{:.1f} {}", value, kUnits[unit]);
-  }
-  if (exact && bytes >= 1024) text += fmt::format(" ({} B)", bytes);
-  return text;
-}
-
 namespace {
 
 // Saving of `size` against `naive`, in percent (negative = smaller).

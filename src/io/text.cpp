@@ -1,6 +1,12 @@
 #include "io/text.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "memplan/types.h"
 
 namespace memplan {
 namespace {
@@ -153,6 +159,26 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
     }
   }
   return best;
+}
+
+std::string formatBytes(Bytes bytes, bool exact) {
+  std::string text;
+  if (bytes < 1024) {
+    text = fmt::format("{} B", bytes);
+  } else {
+    // Pick the unit after rounding, so 1048575 B reads "1.0 MiB", not
+    // "1024.0 KiB".
+    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes) / 1024.0;
+    std::size_t unit = 0;
+    while (unit + 1 < std::size(kUnits) && std::round(value * 10.0) >= 1024.0 * 10.0) {
+      value /= 1024.0;
+      ++unit;
+    }
+    text = fmt::format("{:.1f} {}", value, kUnits[unit]);
+  }
+  if (exact && bytes >= 1024) text += fmt::format(" ({} B)", bytes);
+  return text;
 }
 
 }  // namespace memplan
