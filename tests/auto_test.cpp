@@ -11,6 +11,7 @@
 #include "algorithms/pool_util.h"
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
+#include "support/placement_check.h"
 #include "support/test_support.h"
 
 namespace memplan {
@@ -99,8 +100,13 @@ TEST(Auto, NeverWorseThanItsPartsOnConformanceLists) {
     const Case c = readCase(f);
     for (const auto& [mem, p] : c.pools) {
       const PoolSolution s = automatic->solve(p, {});
-      ASSERT_EQ(pool::checkPlacement(p, s.offsets), "") << c.name << " pool " << mem;
-      ASSERT_EQ(s.size, pool::poolSize(p, s.offsets)) << c.name;
+      // Checked by the test's own checker: auto accepts its candidates with
+      // pool::checkPlacement, which therefore cannot judge them (with its
+      // overlap sweep broken and one of auto's buffers moved down by its
+      // alignment, this fails: "'spec31' and 'spec56' share bytes [1855,
+      // 1856) at step 269").
+      ASSERT_EQ(test::checkPoolPlacement(p, s.offsets), "") << c.name << " pool " << mem;
+      ASSERT_EQ(s.size, test::placementBytes(p, s.offsets)) << c.name;
       const Bytes lb = lowerBound(p);
       ASSERT_GE(s.size, lb) << c.name;
       if (s.size == lb) {
@@ -108,19 +114,25 @@ TEST(Auto, NeverWorseThanItsPartsOnConformanceLists) {
         EXPECT_TRUE(s.proven_optimal) << c.name;
       }
       ++pools;
-      const PoolSolution g = greedy->solve(p, {});
       // ExecuTorch places in-place results last, at their base's offset,
-      // where another tensor may already live (its defect 3): such plans
-      // are unsafe and not a bar to clear.
-      if (!pool::checkPlacement(p, g.offsets).empty()) {
+      // where another tensor may already live (its defect 3): such a plan
+      // is unsafe and its size no bar to clear. Only that comparison is
+      // skipped: a build whose auto grows only where greedy is unsafe fails
+      // below (greedy-101-0045: 160 bytes, best_fit 128).
+      const PoolSolution g = greedy->solve(p, {});
+      if (test::checkPoolPlacement(p, g.offsets).empty())
+        ASSERT_LE(s.size, g.size) << c.name << " pool " << mem;
+      else
         ++unsafe;
-        continue;
-      }
-      ASSERT_LE(s.size, g.size) << c.name << " pool " << mem;
       for (const char* part : {"best_fit", "first_fit"})
         ASSERT_LE(s.size, makeAlgorithm(part)->solve(p, {}).size) << c.name << " " << part;
-      // ExecuTorch's own numbers for the same pool.
-      if (c.expected.count(mem) && c.algorithm != "naive") {
+      // ExecuTorch's own numbers for the same pool, when the plan they come
+      // from (the case's algorithm, bit-exact with ExecuTorch) is safe.
+      const bool executorch_safe =
+          c.algorithm == "greedy"
+              ? test::checkPoolPlacement(p, g.offsets).empty()
+              : test::checkPoolPlacement(p, makeAlgorithm(c.algorithm)->solve(p, {}).offsets).empty();
+      if (c.expected.count(mem) && c.algorithm != "naive" && executorch_safe) {
         ASSERT_LE(s.size, c.expected.at(mem)) << c.name << " pool " << mem;
         if (s.size < c.expected.at(mem)) ++better;
       }
@@ -160,7 +172,7 @@ TEST(Auto, SwitchesAndProgress) {
   AlgorithmParams params;
   params.progress = [&](std::string_view line) { lines.emplace_back(line); };
   const PoolSolution full = makeAlgorithm("auto")->solve(p, params);
-  EXPECT_EQ(pool::checkPlacement(p, full.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, full.offsets), "");
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines.front().find("height"), std::string::npos) << lines.front();
   EXPECT_NE(lines.front().find("lower bound"), std::string::npos) << lines.front();
@@ -188,7 +200,7 @@ TEST(Auto, SwitchesAndProgress) {
   AutoParams no_greedy;
   no_greedy.executorch_greedy = false;
   const PoolSolution quick = makeAutoAlgorithm(no_greedy)->solve(p, zero);
-  EXPECT_EQ(pool::checkPlacement(p, quick.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, quick.offsets), "");
   EXPECT_EQ(quick.size, heur.size);
   EXPECT_LE(quick.work, heur.work);
 }

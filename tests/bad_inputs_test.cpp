@@ -186,5 +186,73 @@ TEST(BadInputs, BitFlippedModelsNeverCrash) {
   fs::remove_all(dir);
 }
 
+// Hostile, not malformed: small files whose control flow runs a body an
+// exponential or a huge number of times. Each command must stay
+// polynomial: a body is planned, walked and stepped through once (ctest's
+// timeout catches a regression; the numbers are in docs/reliability.md).
+std::string controlFlowDag(int depth) {
+  // graph i runs graph i+1 from two call nodes; the last graph has two ops.
+  std::string tensors, graphs;
+  for (int i = 0; i <= depth; ++i) {
+    const std::string g = "g" + std::to_string(i);
+    for (const char* t : {".x", ".y", ".z"})
+      tensors += std::string(tensors.empty() ? "" : ",") + "{\"name\":\"" + g + t + "\",\"nbytes\":64}";
+    const std::string body = i < depth ? ",\"kind\":\"call\",\"subgraphs\":[\"g" + std::to_string(i + 1) + "\"]" : "";
+    graphs += std::string(graphs.empty() ? "" : ",") + "{\"name\":\"" + g + "\"" +
+              (i > 0 ? ",\"parent\":\"g" + std::to_string(i - 1) + "\"" : "") + ",\"inputs\":[\"" + g +
+              ".x\"],\"outputs\":[\"" + g + ".z\"],\"nodes\":[{\"op\":\"f\",\"inputs\":[\"" + g +
+              ".x\"],\"outputs\":[\"" + g + ".y\"]" + body + "},{\"op\":\"f\",\"inputs\":[\"" + g +
+              ".y\"],\"outputs\":[\"" + g + ".z\"]" + body + "}]}";
+  }
+  return "{\"format\":\"memplan-graph\",\"version\":1,\"name\":\"dag\",\"tensors\":[" + tensors +
+         "],\"graphs\":[" + graphs + "]}";
+}
+
+std::string sharedBody(int callers) {
+  std::string tensors = "{\"name\":\"t0\",\"nbytes\":64}", nodes;
+  for (int i = 0; i < callers; ++i) {
+    const std::string in = "t" + std::to_string(i), out = "t" + std::to_string(i + 1);
+    tensors += ",{\"name\":\"" + out + "\",\"nbytes\":64}";
+    nodes += std::string(nodes.empty() ? "" : ",") + "{\"op\":\"call\",\"kind\":\"call\",\"inputs\":[\"" +
+             in + "\"],\"outputs\":[\"" + out + "\"],\"subgraphs\":[\"body\"]}";
+  }
+  tensors += ",{\"name\":\"b.x\",\"nbytes\":64},{\"name\":\"b.y\",\"nbytes\":64}";
+  return "{\"format\":\"memplan-graph\",\"version\":1,\"name\":\"shared\",\"tensors\":[" + tensors +
+         "],\"graphs\":[{\"name\":\"main\",\"inputs\":[\"t0\"],\"outputs\":[\"t" + std::to_string(callers) +
+         "\"],\"nodes\":[" + nodes +
+         "]},{\"name\":\"body\",\"parent\":\"main\",\"inputs\":[\"b.x\"],\"outputs\":[\"b.y\"],"
+         "\"nodes\":[{\"op\":\"relu\",\"inputs\":[\"b.x\"],\"outputs\":[\"b.y\"]}]}]}";
+}
+
+TEST(HostileInputs, ControlFlowRunningBodiesExponentiallyOftenStaysPolynomial) {
+  const fs::path dir = test::tempDir("hostile-control-flow");
+  const fs::path dag = dir / "dag40.json", shared = dir / "shared.json";
+  std::ofstream(dag) << controlFlowDag(40);
+  std::ofstream(shared) << sharedBody(20000);
+  EXPECT_LT(fs::file_size(dag), 16000u);  // the issue's 12 KB file
+  for (const fs::path& model : {dag, shared}) {
+    SCOPED_TRACE(model.string());
+    const fs::path plan = dir / (model.stem().string() + ".plan.json");
+    const test::CliResult planned = test::runCli("plan -q " + model.string() + " -o " + plan.string());
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    const test::CliResult verified = test::runCli("verify " + model.string() + " " + plan.string());
+    EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+    const test::CliResult replayed = test::runCli("replay " + model.string() + " " + plan.string());
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+    const test::CliResult reported =
+        test::runCli("report " + model.string() + " " + plan.string() + " --html " + (dir / "v.html").string());
+    EXPECT_EQ(reported.exit_code, 0) << reported.err;
+  }
+  // The replay counts what a runtime runs: 2^42 - 2 node runs for the DAG
+  // (steps(d) = 2 + 2 steps(d + 1)), one per call and body node for the
+  // shared body.
+  EXPECT_NE(test::runCli("replay " + dag.string() + " " + (dir / "dag40.plan.json").string())
+                .out.find("checked over 4398046511102 steps"),
+            std::string::npos);
+  EXPECT_NE(test::runCli("replay " + shared.string() + " " + (dir / "shared.plan.json").string())
+                .out.find("checked over 40000 steps"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace memplan

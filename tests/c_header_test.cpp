@@ -230,5 +230,51 @@ TEST(CHeader, CliWritesTheSameBytesEveryRun) {
   fs::remove_all(dir);
 }
 
+
+// Any alignment (here 24, not a power of two) gives a header that compiles
+// as C99, C11, C++11 and C++17; a C program places tensors with its macros
+// alone (MEMPLAN_ALIGN_UP, MEMPLAN_TENSOR_PTR) and finds each one aligned
+// and at its offset.
+TEST(CHeader, AnyAlignmentAndCMacros) {
+  const Model m = exampleModel();
+  PlanRequest request;
+  request.options.alignment = 24;
+  const Plan plan = planModel(m, request);
+  ASSERT_EQ(plan.options.alignment, 24u);
+  const std::string h = writeCHeader(plan, &m, CHeaderOptions{});
+  const RuntimeTable t = runtimeTable(plan, &m);
+  EXPECT_EQ(compileAndRun(h, "memplan", "align24"), expectedTables(t));
+
+  const fs::path dir = test::tempDir("c-header-macros");
+  std::ofstream(dir / "plan.h", std::ios::binary) << h;
+  std::ofstream(dir / "main.c") << R"(#include <stdio.h>
+#include <stdint.h>
+#include "plan.h"
+static unsigned char storage[MEMPLAN_POOL_1_SIZE + MEMPLAN_ALIGNMENT - 1u + 1u];
+int main(void) {
+  void* pools[2];
+  unsigned t, bad = 0;
+  pools[0] = 0;
+  pools[1] = MEMPLAN_ALIGN_UP(storage + 1);
+  if (!MEMPLAN_IS_ALIGNED(pools[1])) bad++;
+  for (t = 0; t < MEMPLAN_NUM_TENSORS; ++t) {
+    unsigned char* p = (unsigned char*)MEMPLAN_TENSOR_PTR(pools, t);
+    if ((uintptr_t)(p - (unsigned char*)pools[1]) != memplan_tensor_offset[t]) bad++;
+    if ((uintptr_t)p % MEMPLAN_ALIGNMENT != 0u) bad++;
+  }
+  printf("%u bad\n", bad);
+  return bad != 0;
+}
+)";
+  const std::string exe = (dir / "prog").string();
+  const std::string cmd = std::string(MEMPLAN_C_COMPILER) + " -std=c99 -Wall -Wextra -Werror -pedantic -I" +
+                          dir.string() + " " + (dir / "main.c").string() + " -o " + exe + " >" +
+                          (dir / "log").string() + " 2>&1";
+  ASSERT_EQ(shell(cmd), 0) << test::readText((dir / "log").string());
+  EXPECT_EQ(shell(exe + " >" + (dir / "out").string()), 0);
+  EXPECT_EQ(test::readText((dir / "out").string()), "0 bad\n");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace memplan

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "memplan/algorithm.h"
 #include "support/test_support.h"
 
 namespace memplan::test {
@@ -107,10 +108,23 @@ TEST(CliMistakes, ContradictoryFlags) {
   expectError("plan " + c + " --extra-padding 5EiB", 2,
               "memplan: --extra-padding: expected a byte count like 4096, 256KiB or 1MiB (units B, KB, "
               "MB, GB, KiB, MiB, GiB), got '5EiB'");
+  std::string known;
+  for (const std::string& n : algorithmNames()) known += (known.empty() ? "" : ", ") + n;
   expectError("plan " + c + " -a bestfit", 2,
-              "memplan: --algorithm: unknown algorithm 'bestfit'; did you mean best_fit? (known: "
-              "best_fit, first_fit, local_search, auto, exact, naive, greedy, greedy_no_overlap, suite, "
-              "tflm_greedy)");
+              "memplan: --algorithm: unknown algorithm 'bestfit'; did you mean best_fit? (known: " + known + ")");
+}
+
+// A plan given where a model is expected (plan's INPUT, verify's arguments
+// swapped): refused with what to do instead.
+TEST(CliMistakes, APlanIsNotAModel) {
+  const Files f = files("cli-plan-as-model");
+  const fs::path plan = f.dir / "two.plan.json";
+  ASSERT_EQ(runCli("plan -q " + f.csv.string() + " -o " + plan.string()).exit_code, 0);
+  const std::string line = "memplan: " + plan.string() +
+                           ": this is a memplan plan, not a model; use `memplan verify|replay|report MODEL PLAN`";
+  expectError("plan " + plan.string(), 2, line);
+  expectError("verify " + plan.string() + " " + f.csv.string(), 2, line);
+  expectError("report " + plan.string(), 2, line);
 }
 
 TEST(CliMistakes, ACapacityThatCannotBeMetIsExitCodeThree) {
@@ -160,9 +174,10 @@ TEST(CliMistakes, AlgorithmsAreListedOnceWithADescription) {
     EXPECT_TRUE(names.insert(name).second) << "listed twice: " << name;
     EXPECT_GT(line.size(), name.size() + 10) << "no description: " << line;
   }
-  EXPECT_EQ(count, 10);
-  for (const char* n : {"auto", "best_fit", "first_fit", "exact", "greedy", "greedy_no_overlap", "local_search", "naive", "suite", "tflm_greedy"})
-    EXPECT_TRUE(names.count(n)) << n;
+  // Every registered algorithm, once.
+  const std::vector<std::string> registered = algorithmNames();
+  EXPECT_EQ(count, static_cast<int>(registered.size()));
+  EXPECT_EQ(names, std::set<std::string>(registered.begin(), registered.end()));
 }
 
 TEST(CliMistakes, WarningsCountAndNameUnplannedAndGuessedTensors) {

@@ -109,7 +109,12 @@ TEST(Cli, CsvInCsvOutAtTheLowerBound) {
   EXPECT_EQ(height, 96u);
   const CliResult greedy = runCli("plan --json " + (dir / "d1.csv").string() + " -a greedy");
   ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
-  EXPECT_NE(greedy.out.find("128"), std::string::npos);
+  const json report = json::parse(greedy.out);
+  EXPECT_EQ(report.at("algorithm"), "greedy");
+  EXPECT_EQ(report.at("main_arena_bytes").get<std::uint64_t>(), 128u);
+  ASSERT_EQ(report.at("pools").size(), 1u);
+  EXPECT_EQ(report.at("pools")[0].at("arena_bytes").get<std::uint64_t>(), 128u);
+  EXPECT_EQ(report.at("pools")[0].at("lower_bound_bytes").get<std::uint64_t>(), 96u);
 }
 
 TEST(Cli, PlanFilesAreByteIdenticalRunToRun) {

@@ -148,7 +148,7 @@ std::string runDeviceCase(const fs::path& file) {
     diff << "bufsizes " << nlohmann::json(g.bufsizes).dump() << " != expected "
          << expected["bufsizes"].dump() << "; ";
   std::map<std::int64_t, SpecId> by_id;
-  for (SpecId i = 0; i < static_cast<SpecId>(in.spec_list->ids.size()); ++i) by_id[in.spec_list->ids[i]] = i;
+  for (SpecId i = 0; i < static_cast<SpecId>(in.specList()->ids.size()); ++i) by_id[in.specList()->ids[i]] = i;
   if (g.allocations.size() != expected.at("allocations").size())
     diff << g.allocations.size() << " allocations, expected " << expected["allocations"].size() << "; ";
   for (const auto& e : expected["allocations"]) {

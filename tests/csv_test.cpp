@@ -78,7 +78,7 @@ TEST(Csv, ErrorsNameFileLineAndColumn) {
             "b.csv:2: column 'lower': expected a non-negative integer, got '1.5'");
   EXPECT_EQ(errorOf(h + "a,0,99999999999999999999,4\n"),
             "b.csv:2: column 'upper': 99999999999999999999 is above the limit of "
-            "9223372036854775807");
+            "4611686018427387904");
   EXPECT_EQ(errorOf(h + "a,0,1,4611686018427387905\n"),
             "b.csv:2: column 'size': 4611686018427387905 is above the limit of "
             "4611686018427387904");
@@ -151,7 +151,7 @@ TEST(Csv, WriterKeepsAlignmentAndRejectsUnwritableIds) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "buffer 1: id '' cannot be written to CSV (empty, comma, line break or edge space)");
+              "buffer 1: id '' cannot be written to CSV (empty, comma, quote, line break or edge space)");
   }
   EXPECT_THROW(writeMiniMallocCsv(list, {0}), std::invalid_argument);
 }

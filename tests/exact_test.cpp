@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
-#include <random>
 
 #include "algorithms/exact_search.h"
+#include "algorithms/random.h"
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
 #include "support/test_support.h"
@@ -80,9 +80,14 @@ Bytes bruteForce(const PoolProblem& p) {
   return best;
 }
 
-PoolProblem randomProblem(std::mt19937_64& rng, int n, bool extras) {
+// Draws from memplan's own generator (std distributions differ between
+// standard libraries: a seed must name the same pools everywhere).
+PoolProblem randomProblem(SplitMix64& rng, int n, bool extras) {
   PoolProblem p;
-  std::uniform_int_distribution<int> t(0, 6), len(1, 5), sz(1, 9), coin(0, 5);
+  const auto t = [](SplitMix64& r) { return static_cast<TimeValue>(r.range(0, 6)); };
+  const auto len = [](SplitMix64& r) { return static_cast<TimeValue>(r.range(1, 5)); };
+  const auto sz = [](SplitMix64& r) { return r.range(1, 9); };
+  const auto coin = [](SplitMix64& r) { return r.range(0, 5); };
   if (extras && coin(rng) == 0) p.reserved = 3;
   for (int i = 0; i < n; ++i) {
     Buffer b;
@@ -116,7 +121,7 @@ Bytes sweepBound(const PoolProblem& p) {
 }
 
 TEST(ExactSearch, MatchesBruteForceOnRandomPools) {
-  std::mt19937_64 rng(12345);
+  SplitMix64 rng(12345);
   const ExactParams params;
   int reached_bound = 0, above_bound = 0;
   for (int round = 0; round < 1000; ++round) {
@@ -157,7 +162,7 @@ TEST(ExactSearch, MatchesBruteForceOnRandomPools) {
 }
 
 TEST(ExactSearch, EverySwitchOffStillExact) {
-  std::mt19937_64 rng(777);
+  SplitMix64 rng(777);
   for (int sw = 0; sw < 14; ++sw) {
     ExactParams params;
     switch (sw) {
@@ -191,7 +196,7 @@ TEST(ExactSearch, EverySwitchOffStillExact) {
 }
 
 TEST(ExactSearch, MinimizeNeverAboveIncumbentAndProvesOptimum) {
-  std::mt19937_64 rng(4242);
+  SplitMix64 rng(4242);
   for (int round = 0; round < 80; ++round) {
     const PoolProblem p = randomProblem(rng, 3 + round % 5, round % 3 == 0);
     // Incumbent: everything stacked (valid, usually poor).
@@ -227,9 +232,11 @@ TEST(ExactSearch, MinimizeNeverAboveIncumbentAndProvesOptimum) {
 }
 
 TEST(ExactSearch, WindowAroundThePeakKeepsPlacementValid) {
-  std::mt19937_64 rng(2024);
+  SplitMix64 rng(2024);
   PoolProblem p;
-  std::uniform_int_distribution<int> t(0, 60), len(1, 8), sz(1, 16);
+  const auto t = [](SplitMix64& r) { return static_cast<TimeValue>(r.range(0, 60)); };
+  const auto len = [](SplitMix64& r) { return static_cast<TimeValue>(r.range(1, 8)); };
+  const auto sz = [](SplitMix64& r) { return r.range(1, 16); };
   for (int i = 0; i < 60; ++i) {
     Buffer b;
     b.id = i;
@@ -326,7 +333,7 @@ TEST(ExactSearch, ReservedPrefixAndAlignment) {
 }
 
 TEST(ExactSearch, Deterministic) {
-  std::mt19937_64 rng(99);
+  SplitMix64 rng(99);
   PoolProblem p = randomProblem(rng, 8, false);
   for (int i = 0; i < 30; ++i) {  // a bigger pool from the same generator
     PoolProblem q = randomProblem(rng, 1, false);

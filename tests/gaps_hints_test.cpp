@@ -1,4 +1,4 @@
-// What every offset-based algorithm (best_fit, first_fit, local_search,
+// What every offset-based algorithm (today best_fit, first_fit, local_search,
 // exact, auto) must honour beyond sizes and lifetimes: lifetime gaps (with
 // and without windows), in-place groups with holes (XLA's colocated heap
 // simulator cases), preferred offsets (hints), alignments that are not
@@ -12,12 +12,20 @@
 #include "algorithms/pool_util.h"
 #include "algorithms/random.h"
 #include "memplan/algorithm.h"
+#include "support/placement_check.h"
 
 namespace memplan {
 namespace {
 
-const std::vector<std::string> kOffsetAlgorithms = {"best_fit", "first_fit", "local_search",
-                                                    "exact", "auto"};
+// Every registered algorithm that declares it honours gaps and hints.
+const std::vector<std::string> kOffsetAlgorithms = [] {
+  std::vector<std::string> out;
+  for (const std::string& name : algorithmNames()) {
+    const AlgorithmInfo* info = findAlgorithmInfo(name);
+    if (info->honours_gaps && info->honours_hints) out.push_back(name);
+  }
+  return out;
+}();
 
 Buffer buffer(TimeValue start, TimeValue end, Bytes size, Bytes alignment = 1) {
   Buffer b;
@@ -40,7 +48,9 @@ PoolProblem pool(std::vector<Buffer> buffers, Bytes reserved = 0) {
 }
 
 // Every offset-based algorithm plans `p` validly at exactly `expected`
-// bytes, proven optimal.
+// bytes, proven optimal. Validity is judged by the tests' own checker
+// (support/placement_check.h), not pool::checkPlacement, which auto itself
+// uses to accept candidates.
 void expectAll(const PoolProblem& p, Bytes expected, const std::string& what) {
   for (const std::string& name : kOffsetAlgorithms) {
     SCOPED_TRACE(what + ": " + name);
@@ -48,7 +58,7 @@ void expectAll(const PoolProblem& p, Bytes expected, const std::string& what) {
     ASSERT_TRUE(algo->info().honours_gaps);
     ASSERT_TRUE(algo->info().honours_hints);
     const PoolSolution s = algo->solve(p, {});
-    EXPECT_EQ(pool::checkPlacement(p, s.offsets), "");
+    EXPECT_EQ(test::checkPoolPlacement(p, s.offsets), "");
     EXPECT_EQ(s.size, expected);
     EXPECT_TRUE(s.proven_optimal);
     EXPECT_EQ(s.lower_bound, expected);
@@ -101,6 +111,36 @@ TEST(Gaps, AWindowHoldsOnlyItsBytes) {
   // inside the gap is a collision, above them it is not.
   EXPECT_EQ(pool::checkPlacement(p, {0, 40}), "");
   EXPECT_NE(pool::checkPlacement(p, {0, 39}), "");
+  // The tests' own checker (which judges the algorithms' plans here) too.
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 40}), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 39}), "'b0' and 'b1' share bytes [39, 40) at step 3");
+}
+
+// The tests' own placement checker holds every rule it judges by.
+TEST(PlacementCheck, EveryRuleIsChecked) {
+  // In-place group: b1 reuses b0's storage; b2 lands in b1's extra
+  // lifetime (ExecuTorch's defect 3 shape) at one offset, then above it.
+  PoolProblem p = pool({buffer(0, 2, 64), buffer(1, 5, 64), buffer(3, 5, 64)});
+  p.buffers[1].inplace_base = 0;
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 0, 64}), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 0, 0}), "'b1' and 'b2' share bytes [0, 64) at step 3");
+  EXPECT_EQ(test::checkPoolPlacement(p, {0, 64, 128}), "'b1' at 64 but its in-place base 'b0' at 0");
+  // A member that outlives a larger base holds only its own bytes after.
+  PoolProblem q = pool({buffer(0, 3, 64), buffer(2, 5, 16), buffer(3, 5, 48)});
+  q.buffers[1].inplace_base = 0;
+  EXPECT_EQ(test::checkPoolPlacement(q, {0, 0, 16}), "");
+  EXPECT_EQ(test::checkPoolPlacement(q, {0, 0, 8}), "'b1' and 'b2' share bytes [8, 16) at step 3");
+  // Alignment, reserved prefix, pins, the offset count.
+  PoolProblem r = pool({buffer(0, 2, 8, 8), buffer(0, 2, 8)}, 16);
+  r.buffers[1].fixed_offset = 32;
+  EXPECT_EQ(test::checkPoolPlacement(r, {16, 32}), "");
+  EXPECT_EQ(test::checkPoolPlacement(r, {20, 32}), "'b0' at 20 is not aligned to 8");
+  EXPECT_EQ(test::checkPoolPlacement(r, {8, 32}), "'b0' at 8 lies in the reserved prefix of 16 bytes");
+  EXPECT_EQ(test::checkPoolPlacement(r, {16, 40}), "'b1' at 40 is pinned at 32");
+  EXPECT_EQ(test::checkPoolPlacement(r, {16}), "1 offsets for 2 buffers");
+  // Half-open lifetimes: one ending where the other starts shares nothing.
+  EXPECT_EQ(test::checkPoolPlacement(pool({buffer(0, 2, 8), buffer(2, 4, 8)}), {0, 0}), "");
+  EXPECT_EQ(test::placementBytes(r, {16, 32}), 40u);
 }
 
 TEST(Gaps, MalformedGapsAreInputErrors) {
@@ -120,7 +160,7 @@ TEST(Gaps, ExactSearchUsesTheHoles) {
   EXPECT_EQ(lowerBound(p), 128u);
   const exact::ExactResult r = exact::solveWithinCapacity(p, 128, {});
   ASSERT_TRUE(r.found);
-  EXPECT_EQ(pool::checkPlacement(p, r.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, r.offsets), "");
   EXPECT_EQ(r.offsets[2], r.offsets[0]);
   EXPECT_TRUE(exact::solveWithinCapacity(p, 127, {}).proven_infeasible);
   // Three such buffers absent a third of the time each, in turn, still
@@ -153,7 +193,7 @@ TEST(Hints, AFreeHintIsTakenAnOccupiedOneIsNot) {
   p.buffers[2].hint = 16;  // inside a while a lives
   for (const std::string& name : kOffsetAlgorithms) {
     const PoolSolution s = makeAlgorithm(name)->solve(p, {});
-    EXPECT_EQ(pool::checkPlacement(p, s.offsets), "") << name;
+    EXPECT_EQ(test::checkPoolPlacement(p, s.offsets), "") << name;
     EXPECT_NE(s.offsets[2], 16u) << name;
   }
 }
@@ -177,7 +217,7 @@ TEST(Alignment, AnyPositiveAlignmentWorks) {
     quick.effort = 0.05;
     for (const std::string& name : kOffsetAlgorithms) {
       const PoolSolution s = makeAlgorithm(name)->solve(p, quick);
-      ASSERT_EQ(pool::checkPlacement(p, s.offsets), "") << name << " round " << round;
+      ASSERT_EQ(test::checkPoolPlacement(p, s.offsets), "") << name << " round " << round;
       for (std::size_t i = 0; i < p.buffers.size(); ++i)
         ASSERT_EQ(s.offsets[i] % p.buffers[i].alignment, 0u) << name;
       EXPECT_GE(s.size, lb);
@@ -197,7 +237,7 @@ TEST(Pins, FeasiblePinsAreKeptExactly) {
   for (const std::string& name : kOffsetAlgorithms) {
     const PoolSolution s = makeAlgorithm(name)->solve(p, {});
     EXPECT_EQ(s.offsets[0], 4u) << name;
-    EXPECT_EQ(pool::checkPlacement(p, s.offsets), "") << name;
+    EXPECT_EQ(test::checkPoolPlacement(p, s.offsets), "") << name;
     EXPECT_EQ(s.size, 12u) << name;
   }
 }

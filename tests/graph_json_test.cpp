@@ -5,7 +5,7 @@
 #include <fstream>
 #include <random>
 
-#include "memplan/import.h"
+#include "memplan/formats.h"
 #include "memplan/io.h"
 #include "support/test_support.h"
 
@@ -240,11 +240,31 @@ TEST(GraphJson, RandomModelsRoundTrip) {
   EXPECT_GT(with_index_refs, 10);
 }
 
-TEST(GraphJson, NonUtf8NamesAreReplacedNotFatal) {
+// Names are bytes in model files: one that is not UTF-8 is written in its
+// escaped form and read back exactly, never merged with its U+FFFD look-alike.
+TEST(GraphJson, NonUtf8NamesRoundTripByteExactly) {
   Model m = readTiny();
   m.tensors[0].name = "a\xff";
-  const Model back = readGraphJson(writeGraphJson(m), "x.json");
-  EXPECT_EQ(back.tensors[0].name, "a\xEF\xBF\xBD");
+  m.tensors[1].name = "a\xEF\xBF\xBD";  // "a" U+FFFD: valid UTF-8
+  m.tensors[2].name = "back\\slash\xc3";
+  m.graphs[0].nodes[0].op = "op\x80";
+  const std::string text = writeGraphJson(m);
+  EXPECT_NE(text.find(R"({"name":{"bytes":"a\\xff"})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("name":{"bytes":"back\\\\slash\\xc3"})"), std::string::npos) << text;
+  const Model back = readGraphJson(text, "x.json");
+  EXPECT_EQ(back.tensors[0].name, "a\xff");
+  EXPECT_EQ(back.tensors[1].name, "a\xEF\xBF\xBD");
+  EXPECT_EQ(back.tensors[2].name, "back\\slash\xc3");
+  EXPECT_EQ(back.graphs[0].nodes[0].op, "op\x80");
+  EXPECT_EQ(writeGraphJson(back), text);
+  // A reference may name a tensor in the escaped form too.
+  const std::string by_escape = R"({"format": "memplan-graph", "version": 1,
+    "tensors": [{"name": {"bytes": "x\\xff"}, "nbytes": 4}, {"name": "x\ufffd", "nbytes": 4}],
+    "graphs": [{"name": "main", "outputs": [{"bytes": "x\\xff"}, "x\ufffd"],
+                "nodes": [{"op": "f", "outputs": [{"bytes": "x\\xFF"}, 1]}]}]})";
+  const Model refs = readGraphJson(by_escape, "r.json");
+  EXPECT_EQ(refs.graphs[0].outputs, (std::vector<TensorId>{0, 1}));
+  EXPECT_EQ(refs.graphs[0].nodes[0].outputs, (std::vector<TensorId>{0, 1}));
 }
 
 TEST(GraphJson, SubgraphParentsAreDerivedFromTheRunningNode) {
@@ -317,7 +337,7 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
             "g.json: graphs: expected at least the main graph");
   EXPECT_EQ(errorOf(file(R"({"shape": [1]})", kG)), "g.json: tensors[0]: missing 'name'");
   EXPECT_EQ(errorOf(file(R"({"name": 5})", kG)),
-            "g.json: tensors[0].name: expected a string, got an integer");
+            "g.json: tensors[0].name: expected a string or {\"bytes\": \"...\"}, got an integer");
   EXPECT_EQ(errorOf(file(kT + R"(, {"name": "b", "shape": [2, -3], "dtype": "int8"})", kG)),
             "g.json: tensors[1].shape[1]: expected an integer >= -1 (-1: unknown), got -3");
   EXPECT_EQ(errorOf(file(R"({"name": "a", "shape": [2.5], "dtype": "int8"})", kG)),
@@ -520,34 +540,38 @@ TEST(FileIo, WriteFileAtomicReplacesAndCleansUp) {
 
 // ---- input detection ----
 
-InputKind detect(const std::string& path, std::string_view bytes) {
-  return detectInputKind(path, bytes);
+std::string detect(const std::string& path, std::string_view bytes) {
+  return std::string(detectInputFormat(path, bytes).name);
 }
 
 TEST(Detect, ByExtensionAndContent) {
-  EXPECT_EQ(detect("m.json", R"({"format": "memplan-graph"})"), InputKind::GraphJson);
-  EXPECT_EQ(detect("case.JSON", R"({"name": "c", "specs": []})"), InputKind::SpecList);
+  EXPECT_EQ(detect("m.json", R"({"format": "memplan-graph"})"), "graph_json");
+  EXPECT_EQ(detect("case.JSON", R"({"name": "c", "specs": []})"), "spec_list");
   // A tensor named "specs" does not make a graph a spec list.
   EXPECT_EQ(detect("m.json", R"({"format": "memplan-graph", "tensors": [{"name": "specs"}]})"),
-            InputKind::GraphJson);
-  EXPECT_EQ(detect("b.csv", "whatever"), InputKind::Csv);
-  EXPECT_EQ(detect("m.onnx", "x"), InputKind::Onnx);
-  EXPECT_EQ(detect("m.tflite", "x"), InputKind::Tflite);
+            "graph_json");
+  EXPECT_EQ(detect("b.csv", "whatever"), "csv");
+  EXPECT_EQ(detect("m.onnx", "x"), "onnx");
+  EXPECT_EQ(detect("m.tflite", "x"), "tflite");
   // Unknown extension: by content.
-  EXPECT_EQ(detect("m.bin", std::string("\x1c\0\0\0TFL3", 8)), InputKind::Tflite);
-  EXPECT_EQ(detect("m", "  \n{\"specs\": [1]}"), InputKind::SpecList);
-  EXPECT_EQ(detect("m", "{\"format\": \"memplan-graph\"}"), InputKind::GraphJson);
-  EXPECT_EQ(detect("m.txt", "\xEF\xBB\xBFid,lower,upper,size\n"), InputKind::Csv);
-  EXPECT_EQ(detect("m.txt", "lower,upper,id,size\r\n"), InputKind::Csv);
+  EXPECT_EQ(detect("m.bin", std::string("\x1c\0\0\0TFL3", 8)), "tflite");
+  EXPECT_EQ(detect("m", "  \n{\"specs\": [1]}"), "spec_list");
+  EXPECT_EQ(detect("m", "{\"format\": \"memplan-graph\"}"), "graph_json");
+  EXPECT_EQ(detect("m.txt", "\xEF\xBB\xBFid,lower,upper,size\n"), "csv");
+  EXPECT_EQ(detect("m.txt", "lower,upper,id,size\r\n"), "csv");
   // ONNX: a protobuf ModelProto (ir_version = 8, graph = empty message).
-  EXPECT_EQ(detect("model", std::string("\x08\x08\x3a\x00", 4)), InputKind::Onnx);
+  EXPECT_EQ(detect("model", std::string("\x08\x08\x3a\x00", 4)), "onnx");
+  // A plan is recognized, to be refused where a model is expected.
+  EXPECT_EQ(detect("p.json", R"({"format": "memplan-plan", "version": 3})"), "plan");
+  EXPECT_EQ(detect("p", R"({"format": "memplan-plan", "version": 3})"), "plan");
   try {
     detect("notes.txt", "hello world");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "notes.txt: unknown input format (expected memplan graph JSON, an ExecuTorch "
-              "spec list JSON, MiniMalloc CSV, ONNX, TFLite or an ExecuTorch program)");
+              "notes.txt: unknown input format (expected an ExecuTorch program, a TFLite model, "
+              "an ExecuTorch spec list, a memplan graph JSON, a MiniMalloc CSV buffer list or an "
+              "ONNX model)");
   }
   try {
     detect("empty.onnx", "");
@@ -564,8 +588,8 @@ TEST(Detect, FetchedModels) {
   if (!fs::exists(onnx) || !fs::exists(tflite))
     MEMPLAN_MISSING_DATA() << "example models not fetched (scripts/fetch-models.sh)";
   // Renamed files are still recognized by content.
-  EXPECT_EQ(detect("model.bin", readFile(onnx)), InputKind::Onnx);
-  EXPECT_EQ(detect("model.bin", readFile(tflite)), InputKind::Tflite);
+  EXPECT_EQ(detect("model.bin", readFile(onnx)), "onnx");
+  EXPECT_EQ(detect("model.bin", readFile(tflite)), "tflite");
 }
 
 }  // namespace
@@ -597,7 +621,7 @@ TEST(Robustness, MutatedInputsFailCleanly) {
     try {
       if (round % 2) readGraphJson(text, name);
       else readMiniMallocCsv(text, name);
-      detectInputKind(name, text);
+      detectInputFormat(name, text);
       ++accepted;
     } catch (const InputError& e) {
       const std::string what = e.what();

@@ -13,9 +13,20 @@
 #include "algorithms/pool_util.h"
 #include "algorithms/random.h"
 #include "memplan/algorithm.h"
+#include "support/placement_check.h"
 
 namespace memplan {
 namespace {
+
+// The registered algorithms that place by offset: they honour gaps and hints.
+std::vector<std::string> offsetAlgorithms() {
+  std::vector<std::string> out;
+  for (const std::string& name : algorithmNames()) {
+    const AlgorithmInfo* info = findAlgorithmInfo(name);
+    if (info->honours_gaps && info->honours_hints) out.push_back(name);
+  }
+  return out;
+}
 
 using Rng = SplitMix64;
 
@@ -365,7 +376,7 @@ TEST(Algorithms, InplaceMembersShareTheBaseOffset) {
                makeBuffer(3, 0, 6, 16)};
   p.buffers[1].inplace_base = 0;
   EXPECT_EQ(lowerBound(p), 80u);
-  for (const char* name : {"best_fit", "first_fit", "local_search", "exact", "auto"}) {
+  for (const std::string& name : offsetAlgorithms()) {
     const auto s = makeAlgorithm(name)->solve(p, {});
     EXPECT_EQ(check(p, s), "") << name;
     EXPECT_EQ(s.offsets[0], s.offsets[1]) << name;
@@ -382,7 +393,7 @@ TEST(Algorithms, InplaceChainHoldsItsLargestMemberWhileLive) {
   p.buffers = {makeBuffer(0, 0, 3, 64), makeBuffer(1, 2, 5, 16), makeBuffer(2, 3, 5, 48)};
   p.buffers[1].inplace_base = 0;
   EXPECT_EQ(lowerBound(p), 112u);
-  for (const char* name : {"best_fit", "first_fit", "local_search", "exact", "auto"}) {
+  for (const std::string& name : offsetAlgorithms()) {
     const auto s = makeAlgorithm(name)->solve(p, {});
     EXPECT_EQ(check(p, s), "") << name;
     EXPECT_EQ(s.offsets[0], s.offsets[1]) << name;
@@ -392,8 +403,12 @@ TEST(Algorithms, InplaceChainHoldsItsLargestMemberWhileLive) {
 }
 
 TEST(Algorithms, BestFitBeatsFirstFitOnAKnownList) {
-  // A 10-byte hole and a 30-byte hole open at step 1; a 10-byte buffer
-  // then goes into the small hole with best fit, leaving room for the 30.
+  // At step 0: b2 (30) at [0, 30), b1 (5) at [30, 35), b0 (10) at [35, 45),
+  // b3 (5) at [45, 50). b2 and b0 die after step 0, opening a 30-byte hole
+  // at 0 and a 10-byte hole at 35. b4 (10, from step 1): first fit takes
+  // the lowest hole (0), so b5 (30, from step 2) no longer fits under 50
+  // and goes on top (80); best fit takes the 10-byte hole, leaving the
+  // 30-byte one to b5 (50, the most bytes ever live).
   PoolProblem p;
   p.buffers = {
       makeBuffer(0, 0, 1, 10), makeBuffer(1, 0, 9, 5),  makeBuffer(2, 0, 1, 30),
@@ -401,13 +416,13 @@ TEST(Algorithms, BestFitBeatsFirstFitOnAKnownList) {
   };
   const auto merged = pool::mergeInplace(p);
   heur::Placer placer(merged.problem);
-  std::vector<Offset> off(6);
-  // Order: the four first-step buffers as laid out, then 4, then 5.
-  const std::vector<BufferId> order = {0, 1, 2, 3, 4, 5};
-  EXPECT_EQ(placer.place(order, 0, heur::Fit::Best, off), 50u);
-  EXPECT_EQ(off[4], 0u);
-  EXPECT_EQ(off[5], 15u);
-  EXPECT_EQ(placer.place(order, 0, heur::Fit::First, off), 50u);
+  std::vector<Offset> best(6), first(6);
+  const std::vector<BufferId> order = {2, 1, 0, 3, 4, 5};
+  EXPECT_EQ(placer.place(order, 0, heur::Fit::Best, best), 50u);
+  EXPECT_EQ(best, (std::vector<Offset>{35, 30, 0, 45, 35, 0}));
+  EXPECT_EQ(placer.place(order, 0, heur::Fit::First, first), 80u);
+  EXPECT_EQ(first, (std::vector<Offset>{35, 30, 0, 45, 0, 50}));
+  EXPECT_EQ(lowerBound(p), 50u);
 }
 
 TEST(Algorithms, ReservedPrefixAlignmentAndPadding) {
@@ -465,7 +480,9 @@ TEST(LocalSearch, ImprovesOnTheGreedyStartAndNeverWorsens) {
 }
 
 TEST(BestFit, LargeListPlansValid) {
-  // 20,000 buffers: model-like lifetimes; the check here is the sweep.
+  // 20,000 buffers: model-like lifetimes. Judged by the tests' own sweep
+  // (support/placement_check.h), not pool::checkPlacement, which auto uses
+  // to accept its candidates.
   Rng rng(3);
   PoolProblem p;
   for (int i = 0; i < 20000; ++i) {
@@ -476,13 +493,14 @@ TEST(BestFit, LargeListPlansValid) {
   }
   const auto best = makeAlgorithm("best_fit")->solve(p, {});
   const auto first = makeAlgorithm("first_fit")->solve(p, {});
-  EXPECT_EQ(pool::checkPlacement(p, best.offsets), "");
-  EXPECT_EQ(pool::checkPlacement(p, first.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, best.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, first.offsets), "");
   EXPECT_LE(std::min(best.size, first.size), lowerBound(p) * 115 / 100);
   AlgorithmParams params;
   params.effort = 0.25;
   const auto tuned = makeAlgorithm("auto")->solve(p, params);
-  EXPECT_EQ(pool::checkPlacement(p, tuned.offsets), "");
+  EXPECT_EQ(test::checkPoolPlacement(p, tuned.offsets), "");
+  EXPECT_EQ(tuned.size, test::placementBytes(p, tuned.offsets));
   EXPECT_LT(tuned.size, std::min(best.size, first.size));
 }
 

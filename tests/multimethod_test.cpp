@@ -3,6 +3,9 @@
 // order, its errors), memplan's own placement, and verify / replay across
 // methods. Mirrors ExecuTorch's test_multi_state_plan and
 // test_custom_kv_cache_shared_buffers (exir/tests/test_memory_planning.py).
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -296,20 +299,38 @@ TEST(MultiMethod, SingleMethodModelsOnlyShareWhenAsked) {
 // prefill of 16 tokens and a one-token decode sharing an 8 KiB KV cache.
 TEST(MultiMethod, ExampleDecoderPlansExactlyAndBetter) {
   const Input in = readInput(test::sourceDir() / "examples/graphs/decoder_kv.json");
-  ASSERT_EQ(in.model->methods.size(), 2u);
+  ASSERT_EQ(in.model()->methods.size(), 2u);
   const Plan executorch = plan(in, request("greedy", true));
   const Plan own = plan(in, {});
   const std::vector<StateSlot> state = {{"layers.0.attention.kv_cache.k_cache", 2, 0, 4096},
                                         {"layers.0.attention.kv_cache.v_cache", 2, 4096, 4096}};
   EXPECT_EQ(sharedState(executorch), state);
   EXPECT_EQ(sharedState(own), state);
+  // ExecuTorch's greedy (memplan's bit-exact copy, held to ExecuTorch's own
+  // plans by the conformance tests): at the live-bytes peak in prefill,
+  // 512 bytes above it in decode (the peaks are recomputed below).
   EXPECT_EQ(executorch.graphs[0].bufsizes, (std::vector<Bytes>{0, 26624, 8192}));  // prefill
   EXPECT_EQ(executorch.graphs[1].bufsizes, (std::vector<Bytes>{0, 2176, 8192}));   // decode
   EXPECT_EQ(own.graphs[0].bufsizes, (std::vector<Bytes>{0, 26624, 8192}));
   EXPECT_EQ(own.graphs[1].bufsizes, (std::vector<Bytes>{0, 1664, 8192}));
-  // memplan's activations are at the lower bound in both methods.
-  for (const GraphPlan* g : {&own.graphs[0], &own.graphs[1]})
+  // Where memplan's numbers come from: pool 1 (activations) is the most
+  // bytes live at one step, recomputed here from the plan's own lifetimes
+  // and allocation sizes (no plan can be smaller); pool 2 holds the two
+  // 4096-byte caches.
+  for (const GraphPlan* g : {&own.graphs[0], &own.graphs[1]}) {
+    Bytes peak = 0;
+    for (TimeValue t = 0; t < g->specs.steps; ++t) {
+      Bytes live = 0;
+      for (const Allocation& a : g->allocations) {
+        const Spec& s = g->specs.specs[a.spec];
+        if (a.mem_id == 1 && s.first <= t && t <= s.last) live += a.size;
+      }
+      peak = std::max(peak, live);
+    }
+    EXPECT_EQ(g->bufsizes.at(1), peak) << g->graph;
+    EXPECT_EQ(g->bufsizes.at(2), state[0].size + state[1].size) << g->graph;
     for (const PoolInfo& p : g->pools) EXPECT_TRUE(p.proven_optimal) << p.mem_id;
+  }
   for (const Plan* p : {&executorch, &own}) {
     EXPECT_TRUE(verify(in, *p).ok());
     EXPECT_TRUE(replay(in, *p).ok()) << replay(in, *p).message;
@@ -435,6 +456,65 @@ TEST(MultiMethod, ReportShowsEachMethodAndTheTotal) {
   ASSERT_EQ(test::runCli("plan -q -a greedy --share-mutable-buffers " + model + " -o " + plan_path).exit_code, 0);
   EXPECT_EQ(test::runCli("verify " + model + " " + plan_path).out, "OK: 61 allocations verified\n");
   EXPECT_EQ(test::runCli("replay " + model + " " + plan_path).exit_code, 0);
+}
+
+// Pinned tensors that overlap on purpose (TFLite Micro offline plans may)
+// in every method: each method is planned around its own pins, the state
+// is placed once, and memplan's own verify accepts the plan.
+TEST(MultiMethod, OverlappingPinsPlanAndVerifyInEveryMethod) {
+  const std::filesystem::path dir = test::tempDir("multimethod-pins");
+  const std::filesystem::path model = dir / "two.json", out = dir / "p.json";
+  std::ofstream(model) << R"({"format": "memplan-graph", "version": 2, "name": "two",
+    "methods": [{"name": "a", "graph": "a"}, {"name": "b", "graph": "b"}],
+    "tensors": [
+      {"name": "a.x", "nbytes": 32, "mem_id": 1, "offset": 0},
+      {"name": "a.y", "nbytes": 32, "mem_id": 1, "offset": 0},
+      {"name": "a.z", "nbytes": 32},
+      {"name": "a.cache", "nbytes": 16, "kind": "mutable_buffer", "fqn": "cache"},
+      {"name": "b.p", "nbytes": 64, "mem_id": 1, "offset": 0, "graph": "b"},
+      {"name": "b.q", "nbytes": 64, "mem_id": 1, "offset": 32, "graph": "b"},
+      {"name": "b.r", "nbytes": 16, "graph": "b"},
+      {"name": "b.cache", "nbytes": 16, "kind": "mutable_buffer", "fqn": "cache", "graph": "b"}],
+    "graphs": [
+      {"name": "a", "inputs": ["a.x", "a.y"], "outputs": ["a.z"],
+       "nodes": [{"op": "add", "inputs": ["a.x", "a.y", "a.cache"], "outputs": ["a.z"]}]},
+      {"name": "b", "inputs": ["b.p", "b.q"], "outputs": ["b.r"],
+       "nodes": [{"op": "add", "inputs": ["b.p", "b.q", "b.cache"], "outputs": ["b.r"]}]}]})";
+  const test::CliResult refused = test::runCli("plan -q " + model.string());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("share bytes while both alive"), std::string::npos) << refused.err;
+
+  const test::CliResult planned =
+      test::runCli("plan -q --allow-pinned-overlap " + model.string() + " -o " + out.string());
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const test::CliResult verified = test::runCli("verify " + model.string() + " " + out.string());
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+  EXPECT_EQ(verified.out, "OK: 8 allocations verified\n");
+
+  const Input in = readInput(model);
+  PlanRequest allow;
+  allow.options.allow_pinned_overlap = true;
+  const Plan p = plan(in, allow);
+  ASSERT_EQ(p.methods.size(), 2u);
+  const Model& m = *in.model();
+  const auto place = [&](const std::string& name) {
+    for (TensorId t = 0; t < static_cast<TensorId>(m.tensors.size()); ++t)
+      if (m.tensors[t].name == name) return placeOf(p, m, t);
+    return std::pair(MemId{-1}, Offset{0});
+  };
+  // Pins kept; the free tensors around the bytes the pins hold.
+  EXPECT_EQ(place("a.x"), std::pair(MemId{1}, Offset{0}));
+  EXPECT_EQ(place("a.y"), std::pair(MemId{1}, Offset{0}));
+  EXPECT_EQ(place("a.z"), std::pair(MemId{1}, Offset{32}));
+  EXPECT_EQ(place("b.p"), std::pair(MemId{1}, Offset{0}));
+  EXPECT_EQ(place("b.q"), std::pair(MemId{1}, Offset{32}));
+  EXPECT_EQ(place("b.r"), std::pair(MemId{1}, Offset{96}));
+  // The state once, in the pool after every method's own.
+  EXPECT_EQ(sharedState(p), (std::vector<StateSlot>{{"cache", 2, 0, 16}}));
+  EXPECT_EQ(p.graphs[0].bufsizes, (std::vector<Bytes>{0, 64, 16}));
+  EXPECT_EQ(p.graphs[1].bufsizes, (std::vector<Bytes>{0, 112, 16}));
+  const VerifyResult v = verify(in, p);
+  EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.violations[0].message);
 }
 
 }  // namespace

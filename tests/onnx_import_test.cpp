@@ -332,12 +332,13 @@ TEST(OnnxImport, UnknownSizesAreOneErrorListingThem) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("ch_PP-OCRv4_det_infer.onnx: cannot size 331 tensors"), std::string::npos)
-        << msg;
-    EXPECT_NE(msg.find("x float32[p2o.DynamicDimension.0,3,"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("and 321 more"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("--input-shape"), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    // A short line: what to bind, then the flags that bind it (it was 1,371
+    // characters listing ten of the 331 tensors that follow from it).
+    EXPECT_EQ(msg, "ocr/ch_PP-OCRv4_det_infer.onnx: cannot size 331 tensors: bind input 'x' "
+                   "[p2o.DynamicDimension.0,3,p2o.DynamicDimension.1,p2o.DynamicDimension.2] "
+                   "(hint: --input-shape x=?x3x?x?, a number for each ?, or --dim SYMBOL=N; "
+                   "--unknown-size-bytes N plans them at an upper bound instead)");
+    EXPECT_LT(msg.size(), 300u);
   }
   ImportOptions wrong;
   wrong.input_shapes = {{"image", {1, 3, 64, 64}}};
@@ -603,12 +604,11 @@ TEST(OnnxImport, BindingErrors) {
   };
   ImportOptions none;
   const std::string unknown = message(none);
-  // It leads with what to bind, then lists what it cannot size.
-  EXPECT_EQ(unknown.rfind("vc.onnx: cannot size 6 tensors; bind input 'x' [N,3] (symbols N); unsized: "
-                          "x float32[N,3] from graph input; a ", 0),
-            0u)
-      << unknown;
-  EXPECT_NE(unknown.find("--dim SYMBOL=VALUE"), std::string::npos);
+  // What to bind and the flags that do it; the tensors that follow from it
+  // are not listed.
+  EXPECT_EQ(unknown, "vc.onnx: cannot size 6 tensors: bind input 'x' [N,3] (hint: --input-shape "
+                     "x=?x3, a number for each ?, or --dim SYMBOL=N; --unknown-size-bytes N plans "
+                     "them at an upper bound instead)");
   ImportOptions bad_input;
   bad_input.input_shapes = {{"z", {1, 3}}};
   EXPECT_EQ(message(bad_input), "vc.onnx: --input-shape: no graph input named 'z' (inputs: x, c)");
@@ -720,10 +720,14 @@ int libraryOpset() {
   return ox::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
 }
 
-#define REQUIRE_OLD_LIBRARY()                                                     \
-  if (libraryOpset() >= 18)                                                       \
-  GTEST_SKIP() << "the ONNX library knows opset 18 itself (opset " << libraryOpset() \
-               << ")"
+// These tests exercise memplan's own rules for opsets the library does not
+// know; a newer library leaves them nothing to test: skipped locally, a
+// failure where every test must run (MEMPLAN_REQUIRE_TEST_DATA, Debian 12's
+// ONNX 1.12 in CI).
+#define REQUIRE_OLD_LIBRARY()                                                      \
+  if (libraryOpset() >= 18)                                                        \
+  MEMPLAN_CANNOT_RUN("the ONNX library knows opset 18 itself") << "(opset " << libraryOpset() \
+                                                               << ")"
 
 void addInts(ox::GraphProto* g, const std::string& name, const std::vector<std::int64_t>& v) {
   auto* t = g->add_initializer();
@@ -882,8 +886,7 @@ TEST(OnnxImport, Opset18ShapesTheRuleCannotKnowStayUnsized) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(
                   "u18.onnx: cannot size 3 tensors: mean type unknown from node 'ReduceMean_0' "
-                  "(ReduceMean); a type unknown from node 'Split_1' (Split); b type unknown from "
-                  "node 'Split_1' (Split) (bind dimensions",
+                  "(ReduceMean); and 2 more (hint: --dim SYMBOL=N",
                   0),
               0u)
         << e.what();
@@ -1110,7 +1113,7 @@ TEST(OnnxImport, StringsSequencesAndOptionalsAreUnbound) {
     // ONNX names the data-dependent dimension itself ("unk__1").
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind("s.onnx: cannot size 1 tensor: nz int64[1,", 0), 0u) << msg;
-    EXPECT_NE(msg.find("] from node 'NonZero_6' (NonZero) (bind dimensions"), std::string::npos)
+    EXPECT_NE(msg.find("] from node 'NonZero_6' (NonZero) (hint: "), std::string::npos)
         << msg;
   }
 }
@@ -1205,7 +1208,10 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
   std::vector<std::pair<std::string, std::string>> seeds = {{"vc", viewAndCaptureModel()},
                                                             {"pad", shapeArithmeticModel()},
                                                             {"r18", opset18Model().SerializeAsString()}};
-  if (haveModels())
+  // Without the example models the built-in seeds still run, then the test
+  // skips (or fails, when data is required).
+  const bool models = haveModels();
+  if (models)
     for (const char* rel : {"onnx-node/test_if.onnx", "onnx-node/test_loop11.onnx",
                             "onnx-node/test_scan_sum.onnx"})
       seeds.emplace_back(rel, test::readText(test::modelsDir() / rel));
@@ -1232,6 +1238,7 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
     for (int k = 0; k < 4; ++k) b[rng() % b.size()] = static_cast<char>(rng());
     expectModelOrInputError(b, lenient, "random damage round " + std::to_string(round));
   }
+  if (!models) MEMPLAN_MISSING_DATA() << "example models not fetched: built-in seeds only";
 }
 
 TEST(OnnxImport, TruncatedRealModelIsInputError) {

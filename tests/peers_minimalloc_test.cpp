@@ -230,8 +230,8 @@ Verdict validate(const std::string& problem, const std::vector<std::string>& off
   const Input in = Input::fromBuffers(csv(problem));
   std::string solution = "id,lower,upper,size,offset\n";
   for (std::size_t i = 0; i < offsets.size(); ++i) {
-    const Buffer& b = in.buffers->problem.buffers[i];
-    solution += in.buffers->ids[i] + "," + std::to_string(b.start) + "," + std::to_string(b.end) +
+    const Buffer& b = in.buffers()->problem.buffers[i];
+    solution += in.buffers()->ids[i] + "," + std::to_string(b.start) + "," + std::to_string(b.end) +
                 "," + std::to_string(b.size) + "," + offsets[i] + "\n";
   }
   Plan p;

@@ -21,15 +21,18 @@ struct TflmBuffer {
   TimeValue first, last;  // inclusive, as TFLite Micro counts
 };
 
-// Plans TFLite Micro's buffers with memplan's default algorithm; returns the
-// arena and fills `offsets`.
-Bytes planBuffers(const std::vector<TflmBuffer>& buffers, std::vector<Offset>* offsets = nullptr) {
+// Plans TFLite Micro's buffers with memplan's default algorithm (or
+// `algorithm`); returns the arena and fills `offsets`.
+Bytes planBuffers(const std::vector<TflmBuffer>& buffers, std::vector<Offset>* offsets = nullptr,
+                  const std::string& algorithm = "") {
   std::string text = "id,lower,upper,size\n";
   for (std::size_t i = 0; i < buffers.size(); ++i)
     text += std::to_string(i) + "," + std::to_string(buffers[i].first) + "," +
             std::to_string(buffers[i].last + 1) + "," + std::to_string(buffers[i].size) + "\n";
   const Input in = Input::fromBuffers(readMiniMallocCsv(text, "tflm.csv"));
-  const Plan p = plan(in);
+  PlanRequest request;
+  request.algorithm = algorithm;
+  const Plan p = plan(in, request);
   const VerifyResult v = verify(in, p);
   EXPECT_TRUE(v.ok()) << v.violations.front().message;
   EXPECT_TRUE(replay(in, p).ok());
@@ -77,8 +80,23 @@ TEST(PeersTflmGreedy, OverlapCase) {
 // ---- linear_memory_planner_test.cc: no reuse at all -------------------------
 
 TEST(PeersTflmLinear, BasicsAndPersonDetection) {
-  EXPECT_EQ(planBuffers({{10, 0, 1}, {20, 1, 2}}), 30u);  // TFLM: 30 (both live at time 1)
-  EXPECT_EQ(planBuffers(kPersonDetection), 64512u);        // TFLM linear: 241,027
+  // TFLite Micro's LinearMemoryPlanner puts each buffer at the end of the
+  // one before: memplan's naive (ExecuTorch's, no reuse) does the same, so
+  // it must give TFLite Micro's offsets and arenas exactly.
+  std::vector<Offset> offsets;
+  EXPECT_EQ(planBuffers({{10, 0, 1}, {20, 1, 2}}, &offsets, "naive"), 30u);  // TFLM linear: 30
+  EXPECT_EQ(offsets, (std::vector<Offset>{0, 10}));                          // TFLM: 0, 10
+  EXPECT_EQ(planBuffers(kPersonDetection, &offsets, "naive"), 241027u);  // TFLM linear: 241,027
+  Offset end = 0;
+  for (std::size_t i = 0; i < kPersonDetection.size(); ++i) {
+    EXPECT_EQ(offsets[i], end) << i;
+    end += kPersonDetection[i].size;
+  }
+  // memplan's default reuses memory: both buffers of the first case are
+  // live at time 1 (30 again); person detection drops to its live-bytes
+  // peak, far below the linear arena.
+  EXPECT_EQ(planBuffers({{10, 0, 1}, {20, 1, 2}}), 30u);
+  EXPECT_EQ(planBuffers(kPersonDetection), 64512u);
 }
 
 // ---- micro_allocator_test.cc: offline-planned arenas ------------------------
@@ -123,7 +141,7 @@ Planned planOffline(const std::string& json) {
   Planned out;
   out.arena = p.main().bufsizes.at(1);
   const GraphPlan& g = p.main();
-  for (TensorId t = 0; t < static_cast<TensorId>(in.model->tensors.size()); ++t)
+  for (TensorId t = 0; t < static_cast<TensorId>(in.model()->tensors.size()); ++t)
     out.offsets.push_back(g.find(g.specs.tensor_spec.at(t))->offset);
   return out;
 }

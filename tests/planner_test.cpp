@@ -323,7 +323,11 @@ TEST(Planner, DevicesSortAsExecutorchPartitionsThem) {
 
 TEST(Planner, AlgorithmsAgreeOnValidity) {
   MultiplePools t;
-  for (const std::string& algo : algorithmNames()) {
+  const std::vector<std::string> names = algorithmNames();
+  // At least memplan's default and ExecuTorch's greedy, whatever else.
+  ASSERT_NE(std::find(names.begin(), names.end(), "auto"), names.end());
+  ASSERT_NE(std::find(names.begin(), names.end(), "greedy"), names.end());
+  for (const std::string& algo : names) {
     const Plan plan = planModel(t.b.m, request(algo, 1));
     const VerifyResult v = verifyPlan(plan);
     EXPECT_TRUE(v.ok()) << algo << ": " << (v.ok() ? "" : v.violations[0].message);

@@ -342,10 +342,10 @@ inline std::string buildPte(const PteProgramSpec& spec) {
   }
   const auto dd_vec = b.CreateVector(dd);
   std::vector<Off> segs;
-  for (const auto& [off, size] : seg_places)
+  for (const auto& place : seg_places)  // no structured binding: clang 14 cannot capture one
     segs.push_back(table([&] {
-      b.AddElement<std::uint64_t>(f(0), off, 0);
-      b.AddElement<std::uint64_t>(f(1), size, 0);
+      b.AddElement<std::uint64_t>(f(0), place.first, 0);
+      b.AddElement<std::uint64_t>(f(1), place.second, 0);
     }));
   const auto seg_vec = b.CreateVector(segs);
   Off cseg;

@@ -52,6 +52,30 @@ TEST(PteCli, RealProgramsVerifyAndReplay) {
   EXPECT_EQ(runCli("verify " + q(program("keyword_spotting.pte"))).out, "OK: 27 allocations verified\n");
 }
 
+// The shape of an LLM exported for an accelerator: prefill and decode
+// methods, XNNPACK delegate calls, per-layer KV caches shared in memory id
+// 2. Each method is read, verified, replayed, reported and re-planned on its
+// own (verify used to fail: "graph 1 'prefill_forward': subgraph without a
+// valid parent graph").
+TEST(PteCli, MethodsDelegatesAndSharedState) {
+  const std::string llm = q(program("llm_prefill_decode_xnnpack.pte"));
+  const CliResult v = runCli("verify " + llm);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_EQ(v.out.rfind("OK: ", 0), 0u) << v.out << v.err;
+  const CliResult r = runCli("replay " + llm);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const CliResult rep = runCli("report --bytes " + llm);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("ExecuTorch program: 2 methods"), std::string::npos) << rep.out;
+  for (const char* method : {"prefill_forward", "decode_forward"})
+    EXPECT_NE(rep.out.find(method), std::string::npos) << rep.out;
+  const std::string out = (tempDir("pte-llm") / "replanned.pte").string();
+  const CliResult p = runCli("plan -q " + llm + " --write-pte " + q(out));
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const CliResult again = runCli("verify " + q(out));
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+}
+
 TEST(PteCli, ReportNamesOperatorsAndComparesArenas) {
   const CliResult r = runCli("report --bytes " + q(program("keyword_spotting.pte")));
   ASSERT_EQ(r.exit_code, 0) << r.err;

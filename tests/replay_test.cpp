@@ -7,8 +7,11 @@
 #include <map>
 
 #include "memplan/import.h"
+#include "memplan/memplan.h"
+#include "memplan/plan.h"
 #include "memplan/verify.h"
 #include "support/random_graph.h"
+#include "verify/pieces.h"
 #include "support/test_support.h"
 
 namespace memplan {
@@ -253,6 +256,99 @@ TEST_P(Replay, BodiesRunInTheReservedPrefix) {
   EXPECT_EQ(bad2.victim, "x");
   EXPECT_EQ(bad2.writer, "p");
   EXPECT_EQ(bad2.reader_node, "f");
+}
+
+// The replay's pieces helper and memplan::verify meet in one file (its
+// namespace once had the function's name): a spec with a gap holding a
+// window is three pieces, and the library verifies a plan here.
+TEST(ReplayPieces, MeetTheLibraryEntryPoint) {
+  Spec s;
+  s.first = 0;
+  s.last = 9;
+  s.gaps.push_back({3, 6, std::pair<Bytes, Bytes>{8, 16}});
+  std::vector<piece::Piece> out;
+  piece::piecesOf(s, 32, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[1].first, 3);
+  EXPECT_EQ(out[1].last, 5);
+  EXPECT_EQ(out[1].begin, 8u);
+  EXPECT_EQ(out[1].end, 16u);
+  Chain c;
+  const Input in = Input::fromModel(c.b.model());
+  EXPECT_TRUE(verify(in, plan(in)).ok());
+}
+
+// A body run by two nodes reads `t` from outside; between the two calls `u`
+// is written over `t`. Only the second call's read can find it: the
+// replay steps through the body once and replays its trace the second
+// time, which checks the same bytes and names the same node.
+TEST_P(Replay, ABodyRunAgainChecksWhatItReads) {
+  ModelBuilder b{"twice"};
+  const TensorId x = b.tensor("x", 16), t = b.tensor("t", 16), u = b.tensor("u", 16);
+  const TensorId o1 = b.tensor("o1", 16), o2 = b.tensor("o2", 16);
+  b.input(0, x);
+  const GraphId body = b.subgraph(0, "body");
+  const TensorId y = b.tensor("y", 16, body);
+  b.node(body, "read_t", {t}, {y});
+  b.output(body, y);
+  b.node(0, "mk", {x}, {t});
+  b.node(0, "call1", {}, {o1}, NodeKind::Call, {body});
+  b.node(0, "mk_u", {x}, {u});
+  b.node(0, "call2", {}, {o2}, NodeKind::Call, {body});
+  b.node(0, "use", {u, o1, o2}, {});
+  b.output(0, o2);
+  const Model& m = b.model();
+  // The body's arena is [0, 16); the main graph's tensors after it.
+  const std::map<TensorId, std::pair<MemId, Offset>> safe = {
+      {y, {1, 0}}, {x, {1, 16}}, {t, {1, 32}}, {u, {1, 48}}, {o1, {1, 64}}, {o2, {1, 80}}};
+  const ReplayResult ok = replay(m, placeByHand(m, safe));
+  EXPECT_TRUE(ok.ok()) << ok.message;
+  // Counted as a runtime runs it: mk, call1, read_t, mk_u, call2, read_t, use.
+  EXPECT_EQ(ok.steps, 7u);
+
+  auto clobbered = safe;
+  clobbered[u] = {1, 32};  // over t, which call2's body still reads
+  const ReplayResult bad = replay(m, placeByHand(m, clobbered));
+  ASSERT_EQ(bad.issue, ReplayIssue::Clobber);
+  EXPECT_EQ(bad.message,
+            "replay: tensor 't' (graph 1) was clobbered at mem_id 1 offset 32: overwritten by 'u' at "
+            "node 'mk_u' (graph 0, step 3), found at node 'read_t' (step 0)");
+  EXPECT_EQ(bad.reader_node, "read_t");
+}
+
+// Graph i runs graph i+1 from two nodes, 40 deep: a runtime runs the last
+// body 2^40 times. The replay steps through each body once and counts the
+// run as a runtime would: steps(d) = 2 + 2 steps(d + 1), 2^42 - 2 in all.
+TEST_P(Replay, BodiesSharedByManyNodesReplayOnce) {
+  const int depth = 40;
+  ModelBuilder b{"dag"};
+  std::vector<GraphId> graphs = {0};
+  for (int i = 1; i <= depth; ++i) graphs.push_back(b.subgraph(graphs.back(), "g" + std::to_string(i)));
+  for (int i = depth; i >= 0; --i) {
+    const GraphId g = graphs[static_cast<std::size_t>(i)];
+    const std::string n = "g" + std::to_string(i);
+    const TensorId x = b.tensor(n + ".x", 64, g), y = b.tensor(n + ".y", 64, g), z = b.tensor(n + ".z", 64, g);
+    b.input(g, x);
+    const bool leaf = i == depth;
+    const std::vector<GraphId> sub = leaf ? std::vector<GraphId>{} : std::vector<GraphId>{graphs[i + 1]};
+    const NodeKind kind = leaf ? NodeKind::Op : NodeKind::Call;
+    b.node(g, n + ".a", {x}, {y}, kind, sub);
+    b.node(g, n + ".b", {y}, {z}, kind, sub);
+    b.output(g, z);
+  }
+  const Model& m = b.model();
+  PlanRequest r;
+  r.algorithm = "best_fit";
+  const Plan plan = planModel(m, r);
+  // Each graph holds y and z together at its second node (a body's input
+  // is its caller's): 128 bytes, after its body's arena. 128 per level.
+  EXPECT_EQ(plan.main().bufsizes, (std::vector<Bytes>{0, 128 * (depth + 1)}));
+  EXPECT_TRUE(verifyPlan(plan).ok());
+  ReplayOptions o;
+  o.force_sparse = GetParam();
+  const ReplayResult rr = replayPlan(m, plan, o);
+  EXPECT_TRUE(rr.ok()) << rr.message;
+  EXPECT_EQ(rr.steps, (std::uint64_t{1} << (depth + 2)) - 2);
 }
 
 TEST_P(Replay, UnplannedAndConstantTensorsAreSkipped) {

@@ -188,6 +188,72 @@ TEST(Report, JsonCarriesTheSameFacts) {
   EXPECT_TRUE(bare["pools"][0]["peak"]["top_tensors"][0]["shape"].is_null());
 }
 
+// The header names the input whatever its kind: a spec list or a CSV
+// buffer list has no model, but it has a file (it used to read "memplan,
+// algorithm auto").
+TEST(Report, HeaderNamesTheInputWithoutAModel) {
+  Tiny t = makeTiny();
+  ReportOptions opt;
+  opt.include_timing = false;
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan, algorithm auto\n", 0), 0u);
+  t.plan.source.name = "cases/buffers.csv";
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan: cases/buffers.csv, algorithm auto\n", 0), 0u);
+  // The file names the input even when the model has a name of its own.
+  EXPECT_EQ(formatReport(t.plan, &t.model, opt).rfind("memplan: cases/buffers.csv, algorithm auto\n", 0), 0u);
+  auto doc = nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt));
+  EXPECT_EQ(doc["input"], "cases/buffers.csv");
+  EXPECT_TRUE(doc["model"].is_null());
+  // `memplan report INPUT PLAN` names the input as given this time.
+  opt.input_name = "buffers.csv";
+  EXPECT_EQ(formatReport(t.plan, nullptr, opt).rfind("memplan: buffers.csv, algorithm auto\n", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt))["input"], "buffers.csv");
+  t.plan.source.name.clear();
+  opt.input_name.clear();
+  EXPECT_TRUE(nlohmann::json::parse(formatReportJson(t.plan, nullptr, opt))["input"].is_null());
+}
+
+// Optimal means the same in every view: an arena at its lower bound is
+// optimal whether or not a search said so (a plan carried by a file has no
+// search), and one above it is not.
+TEST(Report, OptimalWhenTheArenaMeetsTheBound) {
+  Tiny t = makeTiny();
+  t.plan.graphs[0].pools[0].proven_optimal = false;  // as a carried plan has it
+  ReportOptions opt;
+  opt.include_timing = false;
+  const std::string row = "main      1  cpu:0   3.5 KiB      3.5 KiB  1.000  yes      3.8 KiB";
+  EXPECT_NE(formatReport(t.plan, &t.model, opt).find(row), std::string::npos)
+      << formatReport(t.plan, &t.model, opt);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, &t.model, opt))["pools"][0]["proven_optimal"], true);
+  EXPECT_NE(renderHtml(t.plan, &t.model, {}).find("\"optimal\":true"), std::string::npos);
+  t.plan.graphs[0].pools[0].lower_bound = 3072;
+  EXPECT_NE(formatReport(t.plan, &t.model, opt).find("3.5 KiB      3.0 KiB  1.167  no "), std::string::npos)
+      << formatReport(t.plan, &t.model, opt);
+  EXPECT_EQ(nlohmann::json::parse(formatReportJson(t.plan, &t.model, opt))["pools"][0]["proven_optimal"], false);
+}
+
+// The viewer's page carries the peak the report names and the steps that
+// only produce constants (which it folds).
+TEST(Report, ViewerDataHasThePeakAndTheConstantSteps) {
+  Tiny t = makeTiny();
+  std::string page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"peak_live\":3584,\"peak_step\":3"), std::string::npos);
+  EXPECT_NE(page.find("\"constant_steps\":[]"), std::string::npos);
+  // A weight made by a Constant node just before the add: step 3 only
+  // produces a constant; the add moves to step 4.
+  Tensor w = tensor("w", 8);
+  w.kind = TensorKind::Constant;
+  t.model.tensors.push_back(w);
+  t.model.graphs[0].nodes.insert(t.model.graphs[0].nodes.begin() + 2,
+                                 Node{"w_const", "Constant", NodeKind::Op, {}, {4}, {}});
+  t.model.graphs[0].nodes[3].inputs.push_back(4);
+  page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"constant_steps\":[3]"), std::string::npos);
+  // Views and in-place results are found by their own names too.
+  t.plan.graphs[0].specs.specs[2].members = {2, 4};
+  page = renderHtml(t.plan, &t.model, {});
+  EXPECT_NE(page.find("\"aka\":[\"\",\"\",\"w\",\"\"]"), std::string::npos);
+}
+
 TEST(Report, ReservedPrefixAndBodies) {
   Tiny t = makeTiny();
   t.plan.graphs[0].pools[0].reserved = 1024;

@@ -492,8 +492,10 @@ TEST_P(RoundTrip, ExampleModelCarriesMemplansPlan) {
   RecordProperty("memplan", static_cast<int>(plan.main().bufsizes[1]));
   RecordProperty("tflm_greedy", static_cast<int>(tflmArenaBytes(m)));
 
-  // Planned again: the old plan's buffer is reused, nothing grows.
+  // Planned again: the old plan's bytes are overwritten, nothing grows.
   const std::string twice = rewrite(planned, again, back);
+  EXPECT_EQ(twice.size(), planned.size());
+  EXPECT_EQ(rewrite(twice, again, import(twice)), twice);
   const Raw raw_twice(twice);
   EXPECT_EQ(raw_twice.tables(raw_twice.root(), 4).size(), after.tables(after.root(), 4).size());
   EXPECT_EQ(raw_twice.tables(raw_twice.root(), 6).size(), before.tables(before.root(), 6).size() + 1);

@@ -142,6 +142,14 @@ struct Method {
   friend bool operator==(const Method&, const Method&) = default;
 };
 
+// How messages name a method: "method 'decode'"; a nameless one by its
+// index ("method 2"), or "the model" (the one implicit method of a model
+// without methods, index kNone).
+inline std::string methodLabel(std::string_view name, GraphId index = kNone) {
+  if (!name.empty()) return "method '" + std::string(name) + "'";
+  return index == kNone ? std::string("the model") : "method " + std::to_string(index);
+}
+
 struct Model {
   std::string name;                  // e.g. the file it was read from
   std::vector<Tensor> tensors;

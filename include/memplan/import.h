@@ -43,11 +43,7 @@ struct TfliteTensorIndex {
 };
 TfliteTensorIndex tfliteTensorIndex(std::string_view bytes, const std::string& source_name);
 
-// ExecuTorch programs (.pte): see memplan/pte.h (readPte).
-
-// Picks the reader by extension and content (graph JSON, ExecuTorch spec
-// list JSON, MiniMalloc CSV, ONNX, TFLite, ExecuTorch program).
-enum class InputKind { GraphJson, SpecList, Csv, Onnx, Tflite, Pte };
-InputKind detectInputKind(const std::string& path, std::string_view bytes);
+// ExecuTorch programs (.pte): see memplan/pte.h (readPte). Which reader a
+// file needs: memplan/formats.h.
 
 }  // namespace memplan

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,10 +72,59 @@ PlanProvenance readPlanProvenance(std::string_view text, const std::string& sour
 Plan readPlanJson(std::string_view text, const std::string& source_name, Plan skeleton);
 
 // ---- files ----
-// Whole file into memory; refuses files above `max_bytes`.
+// Whole file into memory; refuses files above `max_bytes`. Inside an open
+// OutputTransaction, the file is remembered as an input of the run.
 std::string readFile(const std::filesystem::path& path,
                      std::uint64_t max_bytes = std::uint64_t{4} << 30);
-// Writes to a temporary file beside `path`, then renames: never partial.
+// Writes `data` to `path`, never partially: to a temporary file beside the
+// target, synced, then renamed over it. A symlink is written through (its
+// target replaced, the link kept); a character device or FIFO (/dev/null,
+// /dev/stdout, a pipe) is written in place. Refused, with InputError naming
+// the path: a directory, a block device or socket, a read-only file. Inside
+// an OutputTransaction open on this thread, the file is staged there and
+// written by its commit().
 void writeFileAtomic(const std::filesystem::path& path, std::string_view data);
+
+// The files one run writes (a CLI command): all of them or none.
+//
+//   OutputTransaction outputs;      // readFile and writeFileAtomic now use it
+//   ... read inputs, plan, writeFileAtomic(a, ...), writeFileAtomic(b, ...)
+//   outputs.commit();               // a and b appear together
+//
+// stage() checks the target (as writeFileAtomic; also refused: a file the
+// run read, compared by device and inode, and a file another output of the
+// run names) and writes a temporary file beside it. commit() writes the
+// streams in place, then renames every temporary over its target with
+// fatal signals held back, so that they happen all together. Destroyed
+// without commit() (an exception, a run that failed), it removes its
+// temporaries and leaves every target as it was. Temporaries are also
+// removed at exit() and, after removeTemporariesOnSignals(), on SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT and SIGPIPE. Transactions nest (the innermost is
+// current) and belong to the thread that made them.
+class OutputTransaction {
+ public:
+  OutputTransaction();
+  ~OutputTransaction();
+  OutputTransaction(const OutputTransaction&) = delete;
+  OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+  // A file the run reads: never one of its outputs (readFile calls this).
+  void protect(const std::filesystem::path& input);
+  void stage(const std::filesystem::path& path, std::string_view data);
+  void commit();
+  // Outputs staged and not yet written.
+  std::size_t pending() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend std::string readFile(const std::filesystem::path&, std::uint64_t);
+};
+
+// For programs (the CLI): fatal signals remove memplan's temporary files
+// before the process dies of them. The handlers are installed only while
+// temporaries exist (previous handlers are restored after); a signal the
+// program ignores stays ignored. A library leaves signals to its program.
+void removeTemporariesOnSignals(bool on = true);
 
 }  // namespace memplan

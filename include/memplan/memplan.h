@@ -20,36 +20,44 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "memplan/algorithm.h"
+#include "memplan/c_header.h"
+#include "memplan/formats.h"
 #include "memplan/graph.h"
 #include "memplan/import.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
 #include "memplan/pte.h"
 #include "memplan/replay.h"
+#include "memplan/report.h"
 #include "memplan/verify.h"
 
 namespace memplan {
 
-// One input of any kind: a model (graph JSON, ONNX, TFLite), an ExecuTorch
-// spec list, or a MiniMalloc buffer list. Exactly one of the three is set
-// (an ExecuTorch program also sets `pte`; `model` is then its methods, one
-// graph each: plan, verify and replay go through memplan/pte.h).
+// One input of any kind, read by a format's reader (memplan/formats.h):
+// a model (graph JSON, ONNX, TFLite), an ExecuTorch spec list, a MiniMalloc
+// buffer list, or an ExecuTorch program (its methods are a model's graphs:
+// plan, verify and replay go through memplan/pte.h).
 struct Input {
-  InputKind kind = InputKind::GraphJson;
+  const InputFormat* format = findInputFormat("graph_json");  // never null
   SourceInfo source;
   ImportOptions import_options;      // what it was read with
-  std::optional<Model> model;
-  std::optional<SpecList> spec_list;
-  std::optional<BufferList> buffers;
-  std::shared_ptr<const PteProgram> pte;  // ExecuTorch program (.pte)
+  InputContent content;
+  // The file's bytes, when the format keeps them (InputFormat::tflite_micro).
+  std::shared_ptr<const std::string> bytes;
 
   static Input fromModel(Model model);
   static Input fromSpecList(SpecList list);
   static Input fromBuffers(BufferList list);
-  // The model, or null for spec lists and buffer lists.
-  const Model* modelOrNull() const { return model ? &*model : nullptr; }
+  // What it holds; null when it holds something else. model() is also an
+  // ExecuTorch program's (its methods as graphs).
+  const Model* model() const;
+  const SpecList* specList() const;
+  const BufferList* buffers() const;
+  const PteProgram* pte() const;
+  const Model* modelOrNull() const { return model(); }  // the older name of model()
 };
 
 // Reads a file of any kind; the reader is chosen by extension and content.
@@ -72,6 +80,8 @@ VerifyResult verify(const Input& input, const Plan& plan);
 ReplayResult replay(const Input& input, const Plan& plan,
                     const ReplayOptions& options = {});
 
+// ---- plans that exist already (memplan verify, replay, report) ----
+
 // readPlanProvenance (memplan/io.h) tells how a plan file was made: enough
 // to read its input again the same way.
 
@@ -84,6 +94,78 @@ void checkSameSource(const SourceInfo& plan_source, const Input& input,
 // `input`'s specs, recomputed with the options the plan was made with.
 Plan readPlan(std::string_view text, const std::string& source_name, const Input& input);
 Plan readPlan(const std::filesystem::path& path, const Input& input);
+
+// The import options a plan file records (how to read its input again);
+// the defaults for a CSV solution and for plans of version 1.
+ImportOptions planImportOptions(std::string_view plan_text, const std::string& plan_name);
+// readPlan after checkSameSource (when the plan records its source), unless
+// `force`: a plan is checked against the bytes it was made from.
+Plan readPlanFor(const Input& input, std::string_view plan_text, const std::string& plan_name,
+                 bool force = false);
+
+// The plan an input carries in itself: a .pte's own plan, or the offsets
+// its tensors are pinned at (a .tflite's TensorFlow Lite Micro offline
+// plan; tensors without a pin are left to the runtime). Pins may overlap
+// when `allow_pinned_overlap`. Throws InputError when it carries none.
+Plan carriedPlan(const Input& input, bool allow_pinned_overlap = false);
+// verify() for a carried plan: a .pte's offsets as the file has them (also
+// of tensors no instruction names), and, unless the plan allows pinned
+// overlaps, pins of different graphs on TensorFlow Lite Micro's single
+// time line (a body's tensors over its caller's).
+VerifyResult verifyCarriedPlan(const Input& input, const Plan& plan);
+
+// ---- TensorFlow Lite Micro (inputs whose format runs on it: .tflite) ----
+
+// TFLite Micro's own planner (GreedyMemoryPlanner) beside `plan`: the arena
+// it needs for the model afresh (pins dropped), and the plan's one pool.
+// nullopt for other inputs and for plans with more than one pool.
+// arena_size is the kTensorArenaSize a TFLite Micro user sets with this
+// plan: its head plus TFLite Micro's own tensors, operators and kernel data
+// (estimated: tflmArenaEstimate in memplan/tflite_micro.h).
+struct TflmComparison {
+  Bytes tflm = 0;
+  Bytes plan = 0;
+  Bytes arena_head = 0;
+  Bytes arena_size = 0;
+};
+std::optional<TflmComparison> compareWithTflm(const Input& input, const Plan& plan);
+// The arena head TFLite Micro plans around the input's own offline plan,
+// scratch buffers not counted, and how many of its tensors it places
+// itself; nullopt when the input is not a TFLite Micro model.
+struct TflmCarriedArena {
+  Bytes head = 0;
+  std::size_t placed_by_tflm = 0, tensors = 0;
+};
+std::optional<TflmCarriedArena> tflmCarriedArena(const Input& input);
+
+// ---- exporters: files written atomically ----
+
+// The plan as a C/C++ header (memplan/c_header.h); options.source defaults
+// to the input's file name.
+void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Input& input,
+                  CHeaderOptions options = {});
+// A copy of the .tflite input carrying the plan as TensorFlow Lite Micro's
+// offline plan (pool 1 only). Returns warnings (one line each).
+std::vector<std::string> writeTflite(const std::filesystem::path& path, const Plan& plan,
+                                     const Input& input);
+// The .pte input with the plan (memory ids, constants, segments and
+// delegates kept); the plan must be one of this program (planPte, or read
+// back from a file).
+void writePte(const std::filesystem::path& path, const Plan& plan, const Input& input);
+// The self-contained HTML viewer, the SVG picture (memplan/report.h);
+// their title defaults to the input's file name.
+void writeHtml(const std::filesystem::path& path, const Plan& plan, const Input& input,
+               HtmlOptions options = {});
+void writeSvg(const std::filesystem::path& path, const Plan& plan, const Input& input,
+              SvgOptions options = {});
+
+// ---- messages in the caller's terms ----
+
+// Library messages name a request or import field first
+// ("PlanRequest.options.alignment: ..."). The CLI and Python say it as
+// their users typed it ("--alignment: ...", "alignment: ...").
+enum class Shell : std::uint8_t { Cli, Python };
+std::string inShellTerms(const std::string& message, Shell shell);
 
 enum class PlanFormat : std::uint8_t { Json, Csv };
 struct WritePlanOptions {

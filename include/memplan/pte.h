@@ -83,6 +83,11 @@ struct PteProgram {
   std::vector<Segment> segments;
 };
 
+// How messages name method `m` of a program (memplan/graph.h).
+inline std::string methodLabel(const PteProgram& program, GraphId m) {
+  return methodLabel(program.methods.at(static_cast<std::size_t>(m)).name, m);
+}
+
 // Reads a .pte. Throws InputError (one line: file, byte offset, method,
 // value or instruction) on anything malformed; never crashes, hangs or
 // allocates without bound.

@@ -18,6 +18,11 @@
 //   3. Graph end: outputs (and, in the owning graph, mutable buffers) must
 //      still hold their pattern.
 //
+// A body run by several nodes is stepped through once; its later runs
+// replay a trace of that run (the checks that depend on the bytes it finds,
+// the last write of each range between them): the same checks, verdict and
+// counts, in time polynomial in the model (docs/reliability.md, "Hostile control flow").
+//
 // The first read that finds foreign bytes is reported with the tensor that
 // wrote them, the node and the step. Constants and unplanned tensors (user
 // inputs when inputs are not planned, unbound dynamic shapes) are skipped.

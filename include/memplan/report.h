@@ -17,9 +17,7 @@
 
 namespace memplan {
 
-// "512 B", "1.5 KiB", "12.3 MiB", "2.0 GiB" (1 decimal, binary units);
-// with `exact`, the exact count follows: "12.3 MiB (12896256 B)".
-std::string formatBytes(Bytes bytes, bool exact = false);
+// formatBytes (memplan/types.h) writes the byte counts.
 
 // "x MiB instead of y MiB, -z%": a plan's size against the naive sum.
 std::string formatSaving(Bytes size, Bytes naive, bool exact = false);
@@ -29,6 +27,9 @@ struct ReportOptions {
   std::size_t top_tensors = 10;      // largest tensors listed at each peak
   bool include_timing = true;        // planning time (text and JSON)
   bool include_subgraphs = true;     // control-flow bodies after main
+  // The input named in the header ("memplan: model.tflite, ..."); "" = the
+  // plan's source file, else the model's name.
+  std::string input_name;
 };
 
 // The facts the report is made of, computed once (also used by the viewer).

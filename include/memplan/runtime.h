@@ -15,6 +15,11 @@
 //   if (!arena.ok()) { ... arena.error() ... }
 //   float* x = arena.as<float>(MEMPLAN_T_INPUT);
 //
+// alignas needs a power of two; for another alignment (--alignment 24),
+// give each pool MEMPLAN_ALIGNMENT - 1 bytes more and pass
+// MEMPLAN_ALIGN_UP(buffer). C programs use the header alone:
+// MEMPLAN_TENSOR_PTR(pools, MEMPLAN_T_INPUT) is a tensor's address.
+//
 // Checked mode -- the runtime counterpart of `memplan replay`. Give the
 // Arena shadow memory (Arena::shadowWords(plan) words, caller-owned): one
 // owner word per granule (the plan's granule: every offset and size is a

@@ -92,7 +92,9 @@ inline Bytes planningAlignment(const PlanOptions& options) {
 // The options graph `g` is planned with when the model is planned with
 // `root`: control-flow bodies plan their inputs only for map/scan (the
 // others' inputs are the parent's tensors) and always plan their outputs.
+// O(nodes of g's parent); graphsPlanOptions gives every graph's in one pass.
 PlanOptions graphPlanOptions(const Model& model, GraphId g, const PlanOptions& root);
+std::vector<PlanOptions> graphsPlanOptions(const Model& model, const PlanOptions& root);
 
 // Time at which node `n` of a graph runs (inputs.size() + n).
 inline TimeValue nodeTime(const Graph& g, NodeId n) {

@@ -40,6 +40,28 @@ TflmBuffers tflmBuffers(const Model& model);
 // computes for those buffers: its high-water mark, in bytes.
 Bytes tflmArenaBytes(const Model& model);
 
+// What to set TFLM's kTensorArenaSize to when the tensors' plan (the
+// arena's head) takes `head` bytes: the head, plus the tail TFLM's
+// allocator takes for itself, estimated from the model for TFLM's reference
+// kernels on a 64-bit host (a 32-bit target's structures are smaller, so the
+// estimate is above what it needs). Measured: 0.4-0.5% above the smallest
+// arena TFLM's interpreter accepts on the example models, 1 KiB on a small
+// one (docs/runtime.md).
+// Scratch buffers of optimized kernels (CMSIS-NN, ...) are not included.
+struct TflmArenaEstimate {
+  Bytes head = 0;          // the plan's head, aligned to 16
+  Bytes eval_tensors = 0;  // 24 B per tensor of every subgraph (TfLiteEvalTensor)
+  Bytes nodes = 0;         // 64 B per operator (NodeAndRegistration)
+  Bytes io_tensors = 0;    // 64 B per input and output of the main graph (TfLiteTensor)
+  Bytes kernel_data = 0;   // 128 B per operator, + 8 B per output channel of CONV_2D,
+                           // DEPTHWISE_CONV_2D, TRANSPOSE_CONV (per-channel multipliers and
+                           // shifts, allocated whatever the type) and of quantized
+                           // FULLY_CONNECTED
+  Bytes tables = 0;        // 1 KiB + 8 B per tensor: the allocator's own tables
+  Bytes total = 0;         // the sum, rounded up to 16 (MicroArenaBufferAlignment)
+};
+TflmArenaEstimate tflmArenaEstimate(const Model& model, Bytes head);
+
 // memplan's plan as an offline plan: one entry per tensor numbered by
 // `index` (tfliteTensorIndex of the same file), the tensor's offset in pool
 // 1, or -1 for tensors TFLM does not allocate in the head (constants,

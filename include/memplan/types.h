@@ -22,6 +22,11 @@ using BufferId = std::int32_t;    // index into a PoolProblem's buffers
 
 inline constexpr std::int32_t kNone = -1;
 
+// How memplan writes a byte count: "512 B", "1.5 KiB", "12.3 MiB", "2.0 GiB"
+// (1 decimal, binary units); with `exact`, the exact count follows:
+// "12.3 MiB (12896256 B)".
+std::string formatBytes(Bytes bytes, bool exact = false);
+
 // A window of a buffer's lifetime in which it holds fewer bytes (MiniMalloc's
 // gaps): half-open steps [start, end) inside the buffer's own lifetime; with
 // no `window` it holds none, otherwise only bytes [window->first,

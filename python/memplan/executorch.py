@@ -74,6 +74,44 @@ def result_types() -> tuple:
     return _result_types
 
 
+_pass_results: Dict[type, type] = {}
+
+
+def _pass_result(Result: type) -> type:
+    """The result class, usable under both of ExecuTorch's contracts.
+
+    In a ``MemoryPlanningAlgorithmSuite`` the result is a
+    ``MemoryAlgoResult`` (``spec_dict``, ``bufsizes``) and the suite writes
+    the winner's placement onto the specs. Given to
+    ``MemoryPlanningPass(memory_planning_algo=...)`` directly, the pass
+    expects the suite's contract instead: a list of buffer sizes, the
+    placement already on the specs. The result acts as that list, and the
+    first time it is read as one it writes its placement onto the specs (a
+    suite never reads it so, and writes its winner's placement itself)."""
+    cls = _pass_results.get(Result)
+    if cls is None:
+        class PassResult(Result):  # type: ignore[misc, valid-type]
+            def _placed(self) -> List[int]:
+                if not getattr(self, "_written", False):
+                    for spec, a in self.spec_dict.items():
+                        spec.mem_id, spec.mem_obj_id, spec.mem_offset = a.mem_id, a.mem_obj_id, a.mem_offset
+                    self._written = True
+                return self.bufsizes
+
+            def __getitem__(self, i: Any) -> Any:
+                return self._placed()[i]
+
+            def __iter__(self) -> Any:
+                return iter(self._placed())
+
+            def __len__(self) -> int:
+                return len(self._placed())
+
+        PassResult.__name__ = PassResult.__qualname__ = Result.__name__
+        cls = _pass_results[Result] = PassResult
+    return cls
+
+
 def _align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
@@ -207,7 +245,7 @@ def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.
         Result, Alloc = result_types()
         spec_dict = {spec: Alloc(m, o, off)
                      for spec, m, o, off in zip(specs, r["mem_ids"], r["mem_obj_ids"], r["offsets"])}
-        return Result(spec_dict, bufsizes)
+        return _pass_result(Result)(spec_dict, bufsizes)
 
     fname = f"memplan_{name}"
     plan_specs.__name__ = fname

@@ -33,38 +33,9 @@ namespace {
 
 using InputPtr = std::shared_ptr<const Input>;
 
-// Library messages name request fields ("PlanRequest.options.alignment:
-// ..."); from Python the user typed the keyword argument.
-std::string inPythonTerms(const std::string& message) {
-  static const std::pair<std::string_view, std::string_view> kFields[] = {
-      {"PlanRequest.algorithm", "algorithm"},
-      {"PlanRequest.options.alignment", "alignment"},
-      {"PlanRequest.extra_padding", "extra_padding"},
-      {"PlanRequest.options.spill_order", "spill_order"},
-      {"PlanRequest.options.capacities", "capacities"},
-      {"PlanRequest.params.effort", "effort"},
-      {"PlanRequest.params.time_limit_seconds", "time_limit"},
-  };
-  for (const auto& [field, arg] : kFields)
-    if (message.starts_with(field) && message.size() > field.size() && message[field.size()] == ':')
-      return std::string(arg) + message.substr(field.size());
-  return message;
-}
-
-std::string_view kindName(InputKind k) {
-  switch (k) {
-    case InputKind::GraphJson: return "graph_json";
-    case InputKind::SpecList: return "spec_list";
-    case InputKind::Csv: return "csv";
-    case InputKind::Onnx: return "onnx";
-    case InputKind::Tflite: return "tflite";
-  }
-  return "unknown";
-}
-
 ImportOptions importOptions(const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
                             const std::map<std::string, std::int64_t>& dims, bool alias_views,
-                            std::int64_t unknown_size_bytes) {
+                            std::int64_t unknown_size_bytes, bool ignore_offline_plan) {
   ImportOptions o;
   for (const auto& [name, shape] : input_shapes) {
     if (shape.size() > limits::kMaxRank)
@@ -80,6 +51,7 @@ ImportOptions importOptions(const std::map<std::string, std::vector<std::int64_t
   o.dims = dims;
   o.alias_views = alias_views;
   o.unknown_size_bytes = static_cast<Bytes>(unknown_size_bytes);
+  o.ignore_offline_plan = ignore_offline_plan;
   return o;
 }
 
@@ -193,6 +165,7 @@ struct PyGraphPlan {
 struct PyPlan {
   std::shared_ptr<const Plan> plan;
   InputPtr input;
+  bool carried = false;  // the plan the input carries (carried_plan)
   const GraphPlan& main() const { return plan->main(); }
 };
 
@@ -343,9 +316,9 @@ PYBIND11_MODULE(_memplan, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      raise(input_error.ptr(), inPythonTerms(e.what()));
+      raise(input_error.ptr(), inShellTerms(e.what(), Shell::Python));
     } catch (const PlanError& e) {
-      raise(plan_error.ptr(), inPythonTerms(e.what()));
+      raise(plan_error.ptr(), inShellTerms(e.what(), Shell::Python));
     }
   });
 
@@ -353,25 +326,25 @@ PYBIND11_MODULE(_memplan, m) {
   py::class_<Input, std::shared_ptr<Input>>(m, "Input",
       "An input read by memplan.read(): a model (ONNX, TFLite, memplan graph JSON), an "
       "ExecuTorch spec list, or a MiniMalloc buffer list. Immutable.")
-      .def_property_readonly("kind", [](const Input& in) { return std::string(kindName(in.kind)); },
-                             "'onnx', 'tflite', 'graph_json', 'spec_list' or 'csv'.")
+      .def_property_readonly("kind", [](const Input& in) { return std::string(in.format->name); },
+                             "The format: 'onnx', 'tflite', 'pte', 'graph_json', 'spec_list' or 'csv'.")
       .def_property_readonly("name", [](const Input& in) { return in.source.name; },
                              "The file name as given (or the name given with the bytes).")
       .def_property_readonly("size", [](const Input& in) { return in.source.size; }, "Bytes of the file.")
       .def_property_readonly("sha256", [](const Input& in) { return in.source.sha256; },
                              "SHA-256 of the file's bytes, lower-case hex.")
       .def_property_readonly("graphs", [](const Input& in) {
-            return in.model ? in.model->graphs.size() : std::size_t{1}; },
+            return in.model() ? in.model()->graphs.size() : std::size_t{1}; },
           "Number of graphs (the main graph and its control-flow bodies); 1 for lists.")
       .def_property_readonly("tensors", [](const Input& in) -> std::size_t {
-            if (in.model) return in.model->tensors.size();
-            if (in.spec_list) return in.spec_list->specs.specs.size();
-            return in.buffers->problem.buffers.size(); },
+            if (const Model* m = in.model()) return m->tensors.size();
+            if (const SpecList* l = in.specList()) return l->specs.specs.size();
+            return in.buffers()->problem.buffers.size(); },
           "Tensors of a model; specs of a spec list; buffers of a buffer list.")
       .def_property_readonly("nodes", [](const Input& in) -> std::size_t {
-            if (!in.model) return 0;
+            if (!in.model()) return 0;
             std::size_t n = 0;
-            for (const Graph& g : in.model->graphs) n += g.nodes.size();
+            for (const Graph& g : in.model()->graphs) n += g.nodes.size();
             return n; },
           "Nodes of a model, every graph counted; 0 for lists.")
       .def_property_readonly("input_shapes", [](const Input& in) { return in.import_options.input_shapes; })
@@ -379,28 +352,30 @@ PYBIND11_MODULE(_memplan, m) {
       .def_property_readonly("alias_views", [](const Input& in) { return in.import_options.alias_views; })
       .def_property_readonly("unknown_size_bytes", [](const Input& in) { return in.import_options.unknown_size_bytes; })
       .def("__repr__", [](const Input& in) {
-        return fmt::format("<memplan.Input {} '{}' ({} bytes)>", kindName(in.kind), in.source.name, in.source.size);
+        return fmt::format("<memplan.Input {} '{}' ({} bytes)>", in.format->name, in.source.name, in.source.size);
       });
 
   m.def("read",
         [](const std::filesystem::path& path, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
-           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes) {
-          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes);
+           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes,
+           bool ignore_offline_plan) {
+          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes, ignore_offline_plan);
           py::gil_scoped_release release;
           return std::make_shared<Input>(readInput(path, o));
         },
         py::arg("path"), py::arg("input_shapes"), py::arg("dims"), py::arg("alias_views"),
-        py::arg("unknown_size_bytes"));
+        py::arg("unknown_size_bytes"), py::arg("ignore_offline_plan") = false);
   m.def("read_bytes",
         [](py::bytes data, const std::string& name, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
-           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes) {
-          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes);
+           const std::map<std::string, std::int64_t>& dims, bool alias_views, std::int64_t unknown_size_bytes,
+           bool ignore_offline_plan) {
+          const ImportOptions o = importOptions(input_shapes, dims, alias_views, unknown_size_bytes, ignore_offline_plan);
           std::string bytes = data;  // a copy: the GIL is released while reading
           py::gil_scoped_release release;
           return std::make_shared<Input>(readInput(std::string_view(bytes), name, o));
         },
         py::arg("data"), py::arg("name"), py::arg("input_shapes"), py::arg("dims"), py::arg("alias_views"),
-        py::arg("unknown_size_bytes"));
+        py::arg("unknown_size_bytes"), py::arg("ignore_offline_plan") = false);
 
   // ---- Plan ----
   py::class_<PyAllocation>(m, "Allocation", "Where one planned tensor (storage) lives.")
@@ -504,13 +479,63 @@ PYBIND11_MODULE(_memplan, m) {
             o.include_timing = include_timing;
             py::gil_scoped_release release;
             writePlan(path, *p.plan, *p.input, o); },
-          py::arg("path"), py::arg("include_timing") = false);
+          py::arg("path"), py::arg("include_timing") = false)
+      .def_property_readonly("carried", [](const PyPlan& p) { return p.carried; },
+                             "The plan the input carries in itself (memplan.carried_plan).")
+      .def_property_readonly("tflite_micro_bytes", [](const PyPlan& p) -> py::object {
+            std::optional<TflmComparison> c;
+            {
+              py::gil_scoped_release release;
+              c = compareWithTflm(*p.input, *p.plan);
+            }
+            return c ? py::object(py::int_(c->tflm)) : py::object(py::none()); },
+          "A .tflite planned into one pool: the arena TFLite Micro's own planner "
+          "(GreedyMemoryPlanner) needs for it; None otherwise.")
+      // Exporters: the library's (memplan/memplan.h), as the CLI's flags.
+      .def("emit_c", [](const PyPlan& p, const std::filesystem::path& path, const std::string& prefix) {
+            CHeaderOptions o;
+            o.prefix = prefix;
+            py::gil_scoped_release release;
+            writeCHeader(path, *p.plan, *p.input, o); },
+          py::arg("path"), py::arg("prefix") = "memplan",
+          "Writes the plan as a C/C++ header (`memplan plan --emit-c`), atomically.")
+      .def("write_tflite", [](const PyPlan& p, const std::filesystem::path& path) {
+            std::vector<std::string> warnings;
+            {
+              py::gil_scoped_release release;
+              warnings = writeTflite(path, *p.plan, *p.input);
+            }
+            for (const std::string& w : warnings)
+              if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw py::error_already_set();
+          },
+          py::arg("path"),
+          "Writes a copy of the .tflite input carrying the plan as TensorFlow Lite Micro's offline "
+          "plan (`memplan plan --write-tflite`), atomically.")
+      .def("write_pte", [](const PyPlan& p, const std::filesystem::path& path) {
+            py::gil_scoped_release release;
+            writePte(path, *p.plan, *p.input); },
+          py::arg("path"),
+          "Writes the .pte input with the plan (`memplan plan --write-pte`), atomically.")
+      .def("write_html", [](const PyPlan& p, const std::filesystem::path& path, const std::string& title) {
+            HtmlOptions o;
+            o.title = title;
+            py::gil_scoped_release release;
+            writeHtml(path, *p.plan, *p.input, o); },
+          py::arg("path"), py::arg("title") = "",
+          "Writes the self-contained HTML viewer (`memplan plan --html`), atomically.")
+      .def("write_svg", [](const PyPlan& p, const std::filesystem::path& path, const std::string& title) {
+            SvgOptions o;
+            o.title = title;
+            py::gil_scoped_release release;
+            writeSvg(path, *p.plan, *p.input, o); },
+          py::arg("path"), py::arg("title") = "",
+          "Writes a static SVG picture of the layout (`memplan plan --svg`), atomically.");
 
   m.def("plan",
         [](const InputPtr& input, const std::string& algorithm, Bytes alignment, std::optional<std::int64_t> extra_padding,
            bool plan_inputs, bool plan_outputs, bool plan_mutable_buffers, bool per_device, double effort,
            double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
-           const std::vector<std::int64_t>& spill_order) {
+           const std::vector<std::int64_t>& spill_order, bool share_mutable_buffers, bool allow_pinned_overlap) {
           PlanRequest r;
           r.algorithm = algorithm;
           r.options.alignment = alignment;
@@ -522,6 +547,8 @@ PYBIND11_MODULE(_memplan, m) {
           r.options.alloc_graph_output = plan_outputs;
           r.options.alloc_mutable_buffers = plan_mutable_buffers;
           r.options.per_device = per_device;
+          r.options.share_mutable_buffers = share_mutable_buffers;
+          r.options.allow_pinned_overlap = allow_pinned_overlap;
           for (const auto& [mem, bytes] : capacities) {
             if (mem < 1 || mem > limits::kMaxMemId)
               throw InputError(fmt::format("capacities: mem_id must be in [1, {}], got {}", limits::kMaxMemId, mem));
@@ -546,7 +573,8 @@ PYBIND11_MODULE(_memplan, m) {
         },
         py::arg("input"), py::arg("algorithm"), py::arg("alignment"), py::arg("extra_padding"),
         py::arg("plan_inputs"), py::arg("plan_outputs"), py::arg("plan_mutable_buffers"), py::arg("per_device"),
-        py::arg("effort"), py::arg("time_limit"), py::arg("capacities"), py::arg("spill_order"));
+        py::arg("effort"), py::arg("time_limit"), py::arg("capacities"), py::arg("spill_order"),
+        py::arg("share_mutable_buffers") = false, py::arg("allow_pinned_overlap") = false);
 
   // ---- verify / replay ----
   py::class_<PyVerify>(m, "VerifyResult", "The verifier's verdict on a plan.")
@@ -573,7 +601,8 @@ PYBIND11_MODULE(_memplan, m) {
       });
   m.def("verify", [](const InputPtr& input, const PyPlan& plan) {
           py::gil_scoped_release release;
-          return PyVerify{memplan::verify(*input, *plan.plan)};
+          return PyVerify{plan.carried && input == plan.input ? verifyCarriedPlan(*input, *plan.plan)
+                                                              : memplan::verify(*input, *plan.plan)};
         }, py::arg("input"), py::arg("plan"));
 
   py::class_<ReplayResult>(m, "ReplayResult", "The replay's verdict: the model run on shadow arenas.")
@@ -614,12 +643,18 @@ PYBIND11_MODULE(_memplan, m) {
           {
             py::gil_scoped_release release;
             const std::string text = readFile(path);
-            const PlanProvenance made = readPlanProvenance(text, path.string());
-            if (made.source) checkSameSource(*made.source, *input, path.string());
-            plan = std::make_shared<const Plan>(readPlan(text, path.string(), *input));
+            plan = std::make_shared<const Plan>(readPlanFor(*input, text, path.string()));
           }
           return PyPlan{plan, input};
         }, py::arg("path"), py::arg("input"));
+  m.def("carried_plan", [](const InputPtr& input, bool allow_pinned_overlap) {
+          std::shared_ptr<const Plan> plan;
+          {
+            py::gil_scoped_release release;
+            plan = std::make_shared<const Plan>(carriedPlan(*input, allow_pinned_overlap));
+          }
+          return PyPlan{plan, input, true};
+        }, py::arg("input"), py::arg("allow_pinned_overlap") = false);
   m.def("plan_source", [](const std::filesystem::path& path) -> py::object {
           PlanProvenance made;
           {
@@ -636,6 +671,7 @@ PYBIND11_MODULE(_memplan, m) {
           d["dims"] = made.import_options.dims;
           d["alias_views"] = made.import_options.alias_views;
           d["unknown_size_bytes"] = made.import_options.unknown_size_bytes;
+          d["ignore_offline_plan"] = made.import_options.ignore_offline_plan;
           return d;
         }, py::arg("path"));
 

@@ -95,6 +95,30 @@ def test_bad_arguments():
         memplan.verify(memplan.read(TINY))
 
 
+@pytest.mark.parametrize("kwargs,message", [
+    ({"alignment": 1.5}, "alignment: 1.5 is not an integer"),
+    ({"extra_padding": 7.9}, "extra_padding: 7.9 is not an integer"),
+    ({"capacities": {1: 4096.5}}, "capacities: 4096.5 is not an integer"),
+    ({"spill_order": [1.5]}, "spill_order: 1.5 is not an integer"),
+    ({"unknown_size_bytes": 0.25}, "unknown_size_bytes: 0.25 is not an integer"),
+    ({"alignment": float("nan")}, "alignment: nan is not an integer"),
+])
+def test_fractional_integers_are_refused_not_truncated(kwargs, message):
+    # The CLI refuses "--alignment 1.5"; Python used to take it as 1.
+    with pytest.raises(memplan.InputError) as e:
+        memplan.plan(TINY, **kwargs)
+    assert str(e.value) == message
+    with pytest.raises(memplan.InputError, match=r"^dims\[batch\]: 2.5 is not an integer$"):
+        memplan.read(TINY, dims={"batch": 2.5})
+    with pytest.raises(memplan.InputError, match=r"^input_shapes\[x\]: 3.5 is not an integer$"):
+        memplan.read(TINY, input_shapes={"x": [1, 3.5]})
+
+
+def test_whole_numbers_of_other_types_are_taken():
+    assert memplan.plan(TINY, alignment=32.0).alignment == 32
+    assert memplan.plan(TINY, extra_padding=8.0).bufsizes == memplan.plan(TINY, extra_padding=8).bufsizes
+
+
 class Spec:
     def __init__(self, nbytes, lifetime, mem_id=None):
         self.allocated_memory = nbytes

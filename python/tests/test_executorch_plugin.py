@@ -125,8 +125,24 @@ def test_executorch_result_types_when_importable(monkeypatch):
     monkeypatch.setattr(et, "_result_types", None)
     specs = [spec(16, 0, 1)]
     r = et.algorithm()(16, specs, None, None, 0)
-    assert type(r) is MemoryAlgoResult and type(r.spec_dict[specs[0]]) is SpecAllocResult
+    # ExecuTorch's class (a subclass of it that also reads as the list of
+    # sizes MemoryPlanningPass expects when given the algorithm directly).
+    assert isinstance(r, MemoryAlgoResult) and type(r.spec_dict[specs[0]]) is SpecAllocResult
+    assert list(r) == r.bufsizes and specs[0].mem_offset == 0
     monkeypatch.setattr(et, "_result_types", None)
+
+
+def test_given_to_the_pass_directly():
+    # MemoryPlanningPass(memory_planning_algo=algo) expects the suite's
+    # contract: the sizes as a list, the placement on the specs. Reading the
+    # result as a list writes it; a suite reads .bufsizes and writes itself.
+    specs = [spec(32, 0, 1), spec(32, 2, 3), spec(64, 1, 2)]
+    r = et.algorithm()(16, specs, GraphModule(), None, 0)
+    assert [s.mem_offset for s in specs] == [None, None, None]
+    assert r[1:] == r.bufsizes[1:] and len(r) == len(r.bufsizes) == 2
+    assert [(s.mem_id, s.mem_offset) for s in specs] == [
+        (a.mem_id, a.mem_offset) for a in (r.spec_dict[s] for s in specs)]
+    check_storage_reuse(specs, r)
 
 
 def test_own_result_types_without_executorch():

@@ -48,36 +48,6 @@ namespace memplan {
 
 std::unique_ptr<Algorithm> makeNaiveAlgorithm();  // naive.cpp
 
-namespace detail {
-
-// Root of each buffer's inplace_base chain (itself when it has none).
-// Throws InputError on a dangling index or a cycle.
-std::vector<BufferId> inplaceRoots(const PoolProblem& problem) {
-  const auto n = static_cast<BufferId>(problem.buffers.size());
-  std::vector<BufferId> root(n, kNone);
-  for (BufferId i = 0; i < n; ++i) {
-    BufferId r = i;
-    BufferId steps = 0;
-    while (problem.buffers[r].inplace_base != kNone) {
-      const BufferId next = problem.buffers[r].inplace_base;
-      if (next < 0 || next >= n)
-        throw InputError(fmt::format("pool {}: buffer '{}': inplace_base {} out of range",
-                                     problem.mem_id, problem.buffers[r].name, next));
-      if (root[next] != kNone) {  // already resolved
-        r = root[next];
-        break;
-      }
-      r = next;
-      if (++steps > n)
-        throw InputError(fmt::format("pool {}: buffer '{}': inplace_base chain forms a cycle",
-                                     problem.mem_id, problem.buffers[i].name));
-    }
-    root[i] = r;
-  }
-  return root;
-}
-
-}  // namespace detail
 
 namespace {
 

@@ -29,11 +29,6 @@ struct Delta {
   Bytes bytes;
 };
 
-BufferId root(std::vector<BufferId>& parent, BufferId x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
-  return x;
-}
-
 // An in-place group's occupancy (pool::groupSegments), as deltas.
 void groupDeltas(const std::vector<const Buffer*>& members, std::vector<Delta>& out) {
   std::vector<pool::Segment> chains;
@@ -51,21 +46,13 @@ Bytes lowerBound(const PoolProblem& problem) {
   const auto n = static_cast<BufferId>(bufs.size());
   if (n == 0) return problem.reserved;
 
-  std::vector<BufferId> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
+  // Members of each in-place group, by chain root; singletons go straight
+  // to the sweep.
+  const std::vector<BufferId> root = detail::inplaceRoots(problem);
   bool grouped = false;
-  for (BufferId i = 0; i < n; ++i) {
-    const BufferId base = bufs[i].inplace_base;
-    if (base < 0 || base >= n) continue;
-    const BufferId a = root(parent, i), b = root(parent, base);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    grouped = true;
-  }
-
-  // Members of each in-place group, by root; singletons go straight to
-  // the sweep.
+  for (BufferId i = 0; i < n; ++i) grouped |= root[i] != i;
   std::vector<std::int32_t> group_size(n, 0);
-  for (BufferId i = 0; grouped && i < n; ++i) ++group_size[root(parent, i)];
+  for (BufferId i = 0; grouped && i < n; ++i) ++group_size[root[i]];
   std::map<BufferId, std::vector<const Buffer*>> groups;
   std::vector<Delta> deltas;
   deltas.reserve(2 * static_cast<std::size_t>(n));
@@ -82,8 +69,8 @@ Bytes lowerBound(const PoolProblem& problem) {
     const Bytes start = alignUp(problem.reserved, std::max<Bytes>(1, b.alignment)).value_or(kMaxBytes);
     min_base = min_base == 0 ? start : std::min(min_base, start);
     if (b.end <= b.start) continue;
-    if (grouped && group_size[root(parent, i)] > 1) {
-      groups[root(parent, i)].push_back(&b);
+    if (grouped && group_size[root[i]] > 1) {
+      groups[root[i]].push_back(&b);
       continue;
     }
     if (b.gaps.empty()) {

@@ -10,17 +10,45 @@
 
 #include "algorithms/placer.h"
 
+namespace memplan {
+
+namespace detail {
+
+// (declared in greedy.h and pool_util.h)
+// Root of each buffer's inplace_base chain (itself when it has none).
+// Throws InputError on a dangling index or a cycle.
+std::vector<BufferId> inplaceRoots(const PoolProblem& problem) {
+  const auto n = static_cast<BufferId>(problem.buffers.size());
+  std::vector<BufferId> root(n, kNone);
+  for (BufferId i = 0; i < n; ++i) {
+    BufferId r = i;
+    BufferId steps = 0;
+    while (problem.buffers[r].inplace_base != kNone) {
+      const BufferId next = problem.buffers[r].inplace_base;
+      if (next < 0 || next >= n)
+        throw InputError(fmt::format("pool {}: buffer '{}': inplace_base {} out of range",
+                                     problem.mem_id, problem.buffers[r].name, next));
+      if (root[next] != kNone) {  // already resolved
+        r = root[next];
+        break;
+      }
+      r = next;
+      if (++steps > n)
+        throw InputError(fmt::format("pool {}: buffer '{}': inplace_base chain forms a cycle",
+                                     problem.mem_id, problem.buffers[i].name));
+    }
+    root[i] = r;
+  }
+  return root;
+}
+
+}  // namespace detail
+
+}  // namespace memplan
+
 namespace memplan::pool {
 
 namespace {
-
-BufferId findRoot(std::vector<BufferId>& parent, BufferId x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];  // path halving keeps chains short
-    x = parent[x];
-  }
-  return x;
-}
 
 // Clips gaps to the lifetime, drops empty ones and full windows, reads an
 // empty window as none (the buffer holds no bytes there), merges
@@ -148,29 +176,21 @@ MergedProblem mergeInplace(const PoolProblem& problem) {
   out.problem.extra_padding = problem.extra_padding;
   out.problem.capacity = problem.capacity;
 
-  std::vector<BufferId> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  for (BufferId i = 0; i < n; ++i) {
-    const BufferId base = problem.buffers[i].inplace_base;
-    if (base == kNone) continue;
-    if (base < 0 || base >= n)
-      throw InputError(fmt::format("pool {}: buffer {} ('{}'): inplace_base {} out of range",
-                                   problem.mem_id, i, problem.buffers[i].name, base));
-    const BufferId a = findRoot(parent, i), b = findRoot(parent, base);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);  // root = first member
-    out.merged_any = true;
-  }
+  // A group: the buffers whose chains end at one root.
+  const std::vector<BufferId> root = detail::inplaceRoots(problem);
+  for (BufferId i = 0; i < n; ++i) out.merged_any |= root[i] != i;
 
   // Groups numbered by their first member, so the merged order follows the
   // original insertion order.
   out.group_of.assign(n, kNone);
+  std::vector<BufferId> group_of_root(n, kNone);
   for (BufferId i = 0; i < n; ++i) {
-    const BufferId r = findRoot(parent, i);
-    if (out.group_of[r] == kNone) {
-      out.group_of[r] = static_cast<BufferId>(out.members.size());
+    const BufferId r = root[i];
+    if (group_of_root[r] == kNone) {
+      group_of_root[r] = static_cast<BufferId>(out.members.size());
       out.members.emplace_back();
     }
-    out.group_of[i] = out.group_of[r];
+    out.group_of[i] = group_of_root[r];
     out.members[out.group_of[i]].push_back(i);
   }
 

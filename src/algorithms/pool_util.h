@@ -71,6 +71,15 @@ struct MergedProblem {
   bool exact = true;
 };
 
+// Root of each buffer's inplace_base chain (itself when it has none); the
+// one definition every algorithm uses (memplan::detail, pool_util.cpp).
+// Throws InputError on a dangling index or a cycle.
+}  // namespace memplan::pool
+namespace memplan::detail {
+std::vector<BufferId> inplaceRoots(const PoolProblem& problem);
+}  // namespace memplan::detail
+namespace memplan::pool {
+
 // Throws InputError when an inplace_base is out of range or gaps are
 // malformed (unsorted, overlapping, window outside [0, size)); PlanError
 // when a group's members are pinned at different offsets or its alignment

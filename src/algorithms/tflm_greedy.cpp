@@ -46,7 +46,7 @@
 
 namespace memplan {
 namespace detail {
-std::vector<BufferId> inplaceRoots(const PoolProblem& problem);  // greedy.cpp
+std::vector<BufferId> inplaceRoots(const PoolProblem& problem);  // pool_util.cpp
 }  // namespace detail
 
 namespace {

@@ -31,9 +31,9 @@ struct InputFlags {
   // recorded, for verify and replay): a flag given replaces its field.
   ImportOptions toImportOptions(const ImportOptions& base = {}) const;
   void addTo(CLI::App& app);
-  // Throws InputError when a flag given does not apply to this kind of
+  // Throws InputError when a flag given does not apply to this format of
   // input (--input-shape on a TFLite model, --dim on a CSV, ...).
-  void checkApplies(InputKind kind, const std::string& path) const;
+  void checkApplies(const InputFormat& format, const std::string& path) const;
   // Reads `path` with these flags on top of `base`, after checkApplies.
   Input read(const std::string& path, const ImportOptions& base = {}) const;
 };
@@ -65,10 +65,6 @@ struct PlanFlags {
   void addTo(CLI::App& app);
 };
 
-// Library errors name request fields ("PlanRequest.options.alignment: ...");
-// the CLI says which flag that was ("--alignment: ...").
-std::string inFlagTerms(const std::string& message);
-
 // Plans for runtimes (runtime_exports.cpp).
 struct RuntimeFlags {
   std::string emit_c, c_prefix, write_tflite;
@@ -77,11 +73,9 @@ struct RuntimeFlags {
 void writeRuntimeExports(const RuntimeFlags& flags, const Input& in, const Plan& plan);
 // One line: TFLite Micro's own arena for a .tflite input beside this plan's.
 void printTflmComparison(const Input& in, const Plan& plan, bool exact_bytes);
-// The plan a model carries (a .pte's, pinned tensors, a TFLite Micro offline plan),
-// conflicts across its graphs, and one line on TFLite Micro's arena with it.
-Plan embeddedPlan(const Input& in, bool allow_pinned_overlap);
-std::vector<std::string> embeddedPlanConflicts(const Input& in, bool allow_pinned_overlap);
-std::string embeddedPlanSummary(const Input& in);
+// One line on TFLite Micro's arena with the plan a .tflite carries ("" for
+// other inputs).
+std::string carriedPlanSummary(const Input& in);
 
 // Prints verifier warnings to stderr: the first one and how many more.
 void printWarnings(const std::vector<std::string>& warnings);
@@ -108,13 +102,9 @@ Command addReportCommand(CLI::App& app);
 // ExecuTorch programs (cmd_pte.cpp).
 // Per method and pool: the file's arena, the plan's, the lower bound.
 std::string pteSummary(const PteProgram& program, const Plan& plan);
-// The plan a .pte carries, as a plan of `input`.
-Plan embeddedPlanOf(const Input& input);
 // A verifier violation as a line: a program's names the method already.
 std::string violationLine(const Input& input, const Violation& v);
 // The method named `name`; "" = the only one (an error when there are several).
 GraphId pteMethodIndex(const PteProgram& program, const std::string& name);
-// `plan --write-pte OUT`: the program with the plan, written atomically.
-void writePteOutput(const Input& input, const Plan& plan, const std::string& path);
 
 }  // namespace memplan::cli

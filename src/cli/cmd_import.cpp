@@ -26,12 +26,12 @@ Command addImportCommand(CLI::App& app) {
             if (!cmd->output.empty()) checkOutputExtension(cmd->output, {".json"}, "-o");
             const Input in = cmd->flags.read(cmd->input);
             printEachWarning(inputWarnings(in));
-            if (!in.model)
+            if (!in.model())
               throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
                                            cmd->input));
             const std::string json =
-                in.pte ? writeGraphJson(methodModel(*in.pte, pteMethodIndex(*in.pte, cmd->method)))
-                       : writeGraphJson(*in.model);
+                in.pte() ? writeGraphJson(methodModel(*in.pte(), pteMethodIndex(*in.pte(), cmd->method)))
+                         : writeGraphJson(*in.model());
             if (cmd->output.empty())
               std::cout << json;
             else

@@ -46,6 +46,8 @@ struct PlanCommand {
   int run() {
     // Contradictions first, before any work.
     if (!output.empty()) checkOutputExtension(output, {".json", ".csv"}, "-o");
+    if (quiet && json)
+      throw InputError("-q turns the report off and --json asks for it as JSON: give one of them");
     if (!compare.empty() && html.empty())
       throw InputError("--compare " + compare + " shows a second plan in the HTML viewer: it needs --html FILE");
     if (!compare.empty() && !findAlgorithmInfo(compare)) {
@@ -55,7 +57,7 @@ struct PlanCommand {
     }
     const PlanRequest request = plan_flags.toRequest();
     const Input in = input_flags.read(input);
-    if (!write_pte.empty() && !in.pte)
+    if (!write_pte.empty() && !in.pte())
       throw InputError(fmt::format("--write-pte: {} is not an ExecuTorch program (.pte)", input));
     printEachWarning(inputWarnings(in));
     Plan plan;
@@ -79,7 +81,7 @@ struct PlanCommand {
                 << (plan.search_stopped == "interrupted" ? "" : "; time-limited plans are not repeatable")
                 << "\n";
     const VerifyResult verdict = verify(in, plan);
-    const Model* model = in.modelOrNull();
+    const Model* model = in.model();
 
     if (!output.empty()) {
       WritePlanOptions write;
@@ -89,7 +91,6 @@ struct PlanCommand {
     if (verdict.ok()) writeRuntimeExports(runtime, in, plan);
     if (!html.empty()) {
       HtmlOptions options;
-      options.title = std::filesystem::path(input).filename().string();
       std::unique_ptr<Plan> other;
       if (!compare.empty()) {
         PlanRequest r = request;
@@ -99,19 +100,15 @@ struct PlanCommand {
         options.label = plan.algorithm;
         options.compare_label = compare;
       }
-      writeFileAtomic(html, renderHtml(plan, model, options));
+      writeHtml(html, plan, in, options);
     }
-    if (!svg.empty()) {
-      SvgOptions options;
-      options.title = std::filesystem::path(input).filename().string();
-      writeFileAtomic(svg, renderSvg(plan, model, options));
-    }
+    if (!svg.empty()) writeSvg(svg, plan, in);
     if (!quiet) {
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
       if (!json) printTflmComparison(in, plan, exact_bytes);
-      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
+      if (in.pte() && !json) std::cout << pteSummary(*in.pte(), plan);
     }
     printWarnings(verdict.warnings);
     if (!verdict.ok()) {
@@ -123,13 +120,14 @@ struct PlanCommand {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
                   << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
-        if (!write_pte.empty()) std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe\n";
+        if (!write_pte.empty())
+          std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe (nor any other output: a run that fails writes none)\n";
         return write_pte.empty() ? kExitOk : kExitVerifyFailed;
       }
       std::cerr << "memplan: plan failed verification: " << verdict.violations.front().message << "\n";
       return kExitVerifyFailed;
     }
-    if (!write_pte.empty()) writePteOutput(in, plan, write_pte);
+    if (!write_pte.empty()) writePte(write_pte, plan, in);
     return kExitOk;
   }
 };

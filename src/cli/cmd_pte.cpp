@@ -1,5 +1,5 @@
-// ExecuTorch programs on the command line: the per-method summary, method
-// selection, writing a re-planned .pte.
+// ExecuTorch programs on the command line: the per-method summary and
+// method selection.
 #include <fmt/format.h>
 
 #include "cli/cli.h"
@@ -44,15 +44,8 @@ std::string pteSummary(const PteProgram& program, const Plan& plan) {
   return out;
 }
 
-Plan embeddedPlanOf(const Input& input) {
-  Plan plan = embeddedPlan(*input.pte);
-  plan.source = input.source;
-  plan.import_options = input.import_options;
-  return plan;
-}
-
 std::string violationLine(const Input& input, const Violation& v) {
-  if (input.pte) return v.message;  // names the method already
+  if (input.pte()) return v.message;  // names the method already
   return fmt::format("graph {}: {}", v.graph, v.message);
 }
 
@@ -67,10 +60,6 @@ GraphId pteMethodIndex(const PteProgram& program, const std::string& name) {
   for (std::size_t g = 0; g < program.methods.size(); ++g)
     if (program.methods[g].name == name) return static_cast<GraphId>(g);
   throw InputError(fmt::format("--method: {} has no method '{}' (methods: {})", program.source, name, names));
-}
-
-void writePteOutput(const Input& input, const Plan& plan, const std::string& path) {
-  writeFileAtomic(path, writePte(*input.pte, plan));
 }
 
 }  // namespace memplan::cli

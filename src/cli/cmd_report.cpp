@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "memplan/report.h"
-#include "memplan/verify.h"
 
 namespace memplan::cli {
 
@@ -22,43 +21,26 @@ Command addReportCommand(CLI::App& app) {
 
     int run() const {
       // A plan file: the input read as the plan says it was, the same bytes.
-      std::string text;
-      ImportOptions recorded;
-      std::optional<SourceInfo> source;
-      if (!plan_path.empty()) {
-        text = readFile(plan_path);
-        if (detectInputKind(plan_path, text) != InputKind::Csv) {
-          const PlanProvenance made = readPlanProvenance(text, plan_path);
-          recorded = made.import_options;
-          source = made.source;
-        }
-      }
-      const Input in = readInput(input, flags.toImportOptions(recorded));
+      Input in;
       Plan plan;
       if (!plan_path.empty()) {
-        if (source) checkSameSource(*source, in, plan_path);
-        plan = readPlan(text, plan_path, in);
+        const std::string text = readFile(plan_path);
+        in = readInput(input, flags.toImportOptions(planImportOptions(text, plan_path)));
+        plan = readPlanFor(in, text, plan_path);
       } else {
-        plan = embeddedPlan(in, false);  // a .pte's or a .tflite offline plan
+        in = readInput(input, flags.toImportOptions());
+        plan = carriedPlan(in);  // a .pte's or a .tflite offline plan
       }
-      const Model* model = in.modelOrNull();
-      if (!html.empty()) {
-        HtmlOptions options;
-        options.title = std::filesystem::path(input).filename().string();
-        writeFileAtomic(html, renderHtml(plan, model, options));
-      }
-      if (!svg.empty()) {
-        SvgOptions options;
-        options.title = std::filesystem::path(input).filename().string();
-        writeFileAtomic(svg, renderSvg(plan, model, options));
-      }
+      const Model* model = in.model();
+      if (!html.empty()) writeHtml(html, plan, in);
+      if (!svg.empty()) writeSvg(svg, plan, in);
       ReportOptions options;
       options.exact_bytes = exact_bytes;
       options.include_timing = false;  // not planned here
+      options.input_name = input;
       std::cout << (json ? formatReportJson(plan, model, options) : formatReport(plan, model, options));
-      if (in.pte && !json) std::cout << pteSummary(*in.pte, plan);
-      const VerifyResult verdict = in.pte && plan_path.empty() ? verifyPte(*in.pte, plan, true)
-                                                               : memplan::verify(in, plan);
+      if (in.pte() && !json) std::cout << pteSummary(*in.pte(), plan);
+      const VerifyResult verdict = plan_path.empty() ? verifyCarriedPlan(in, plan) : memplan::verify(in, plan);
       if (!verdict.ok())
         std::cerr << "memplan: warning: this plan does not verify: "
                   << violationLine(in, verdict.violations.front()) << " (`memplan verify` exits 1)\n";

@@ -27,21 +27,13 @@ struct CheckCommand {
   // refused unless --force.
   Loaded load() const {
     if (plan_path.empty()) {  // the model carries its plan (.pte, .tflite offline plan)
-      Loaded l{readInput(input, input_flags.toImportOptions()), {}};
-      l.plan = embeddedPlan(l.input, allow_pinned_overlap);
+      Loaded l{input_flags.read(input), {}};
+      l.plan = carriedPlan(l.input, allow_pinned_overlap);
       return l;
     }
     const std::string text = readFile(plan_path);
-    ImportOptions recorded;
-    std::optional<SourceInfo> source;
-    if (detectInputKind(plan_path, text) != InputKind::Csv) {
-      const PlanProvenance made = readPlanProvenance(text, plan_path);
-      recorded = made.import_options;
-      source = made.source;
-    }
-    Loaded l{input_flags.read(input, recorded), {}};
-    if (source && !force) checkSameSource(*source, l.input, plan_path);
-    l.plan = readPlan(text, plan_path, l.input);
+    Loaded l{input_flags.read(input, planImportOptions(text, plan_path)), {}};
+    l.plan = readPlanFor(l.input, text, plan_path, force);
     // Pinned tensors may overlap when the plan was made so, or when asked.
     if (allow_pinned_overlap) l.plan.options.allow_pinned_overlap = true;
     // Capacities given here are checked (as well as those the plan records).
@@ -51,13 +43,7 @@ struct CheckCommand {
 
   int verify() const {
     const Loaded l = load();
-    // A .pte's own plan: its offsets as they are, also where no instruction
-    // names a tensor.
-    VerifyResult r = l.input.pte && plan_path.empty() ? verifyPte(*l.input.pte, l.plan, true)
-                                                      : memplan::verify(l.input, l.plan);
-    if (plan_path.empty())
-      for (std::string& c : embeddedPlanConflicts(l.input, allow_pinned_overlap))
-        r.violations.push_back({0, std::move(c)});
+    const VerifyResult r = plan_path.empty() ? verifyCarriedPlan(l.input, l.plan) : memplan::verify(l.input, l.plan);
     printWarnings(r.warnings);
     if (!r.ok()) {
       std::cout << "INVALID: " << violationLine(l.input, r.violations.front()) << "\n";
@@ -65,7 +51,7 @@ struct CheckCommand {
     }
     std::cout << fmt::format("OK: {} allocations verified\n", r.checked_allocations);
     if (plan_path.empty())
-      if (const std::string s = embeddedPlanSummary(l.input); !s.empty()) std::cout << s << "\n";
+      if (const std::string s = carriedPlanSummary(l.input); !s.empty()) std::cout << s << "\n";
     return kExitOk;
   }
 

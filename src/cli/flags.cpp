@@ -47,18 +47,6 @@ void printEachWarning(const std::vector<std::string>& warnings) {
 
 namespace {
 
-const char* kindName(InputKind kind) {
-  switch (kind) {
-    case InputKind::GraphJson: return "a memplan graph JSON";
-    case InputKind::SpecList: return "an ExecuTorch spec list";
-    case InputKind::Csv: return "a MiniMalloc CSV buffer list";
-    case InputKind::Onnx: return "an ONNX model";
-    case InputKind::Tflite: return "a TFLite model";
-    case InputKind::Pte: return "an ExecuTorch program";
-  }
-  return "an input";
-}
-
 // "a, b, c and 4 more": the first few names of a list.
 std::string firstFew(const std::vector<std::string>& names, std::size_t few = 5) {
   std::string out;
@@ -70,24 +58,24 @@ std::string firstFew(const std::vector<std::string>& names, std::size_t few = 5)
 
 }  // namespace
 
-void InputFlags::checkApplies(InputKind kind, const std::string& path) const {
-  const auto refuse = [&](const char* flag, const char* applies) {
-    throw InputError(fmt::format("{} applies to {} only; {} is {}", flag, applies, path, kindName(kind)));
+void InputFlags::checkApplies(const InputFormat& format, const std::string& path) const {
+  const std::pair<ImportOption, std::pair<const char*, bool>> given[] = {
+      {kImportInputShapes, {"--input-shape", !input_shapes.empty()}},
+      {kImportDims, {"--dim", !dims.empty()}},
+      {kImportAliasViews, {"--alias-views", alias_views}},
+      {kImportAliasViews, {"--no-alias-views", no_alias_views}},
+      {kImportUnknownSizeBytes, {"--unknown-size-bytes", !unknown_size_bytes.empty()}},
+      {kImportIgnoreOfflinePlan, {"--ignore-offline-plan", ignore_offline_plan}},
   };
-  if (kind != InputKind::Onnx) {
-    if (!input_shapes.empty()) refuse("--input-shape", "ONNX models");
-    if (!dims.empty()) refuse("--dim", "ONNX models");
-    if (alias_views) refuse("--alias-views", "ONNX models");
-    if (no_alias_views) refuse("--no-alias-views", "ONNX models");
-  }
-  if (kind != InputKind::Onnx && kind != InputKind::Tflite && !unknown_size_bytes.empty())
-    refuse("--unknown-size-bytes", "ONNX and TFLite models");
-  if (kind != InputKind::Tflite && ignore_offline_plan) refuse("--ignore-offline-plan", "TFLite models");
+  for (const auto& [bit, flag] : given)
+    if (flag.second && !(format.import_options & bit))
+      throw InputError(fmt::format("{} applies to {} only; {} is {}", flag.first, formatsReading(bit), path,
+                                   format.description));
 }
 
 Input InputFlags::read(const std::string& path, const ImportOptions& base) const {
   const std::string bytes = readFile(path);
-  checkApplies(detectInputKind(path, bytes), path);
+  checkApplies(detectInputFormat(path, bytes), path);
   return readInput(bytes, path, toImportOptions(base));
 }
 
@@ -95,8 +83,8 @@ std::vector<std::string> inputWarnings(const Input& input) {
   std::vector<std::string> out;
   // A .pte's unplanned tensors are the program's choice (no allocation
   // info: inputs and outputs its runtime is given), not a guess of memplan's.
-  if (!input.model || input.pte) return out;
-  const Model& m = *input.model;
+  if (!input.model() || input.pte()) return out;
+  const Model& m = *input.model();
   const Bytes guess = input.import_options.unknown_size_bytes;
   std::vector<std::string> guessed, unplanned;
   for (const Tensor& t : m.tensors) {
@@ -125,6 +113,12 @@ void checkOutputExtension(const std::string& path, const std::vector<std::string
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (std::find(allowed.begin(), allowed.end(), ext) != allowed.end()) return;
+  // A stream (/dev/stdout, /dev/null, a FIFO) takes the first format.
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::fifo ||
+      path.rfind("/dev/", 0) == 0 || path.rfind("/proc/self/fd/", 0) == 0)
+    return;
   std::string list;
   for (std::size_t i = 0; i < allowed.size(); ++i)
     list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
@@ -262,24 +256,6 @@ PlanRequest PlanFlags::toRequest() const {
   r.params.effort = effort;
   r.params.time_limit_seconds = time_limit;
   return r;
-}
-
-std::string inFlagTerms(const std::string& message) {
-  static const std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"PlanRequest.algorithm", "--algorithm"},
-      {"PlanRequest.options.alignment", "--alignment"},
-      {"PlanRequest.extra_padding", "--extra-padding"},
-      {"PlanRequest.options.spill_order", "--spill-order"},
-      {"PlanRequest.options.capacities", "--capacity"},
-      {"PlanRequest.options.per_device", "--per-device"},
-      {"PlanRequest.options.share_mutable_buffers", "--share-mutable-buffers"},
-      {"PlanRequest.params.effort", "--effort"},
-      {"PlanRequest.params.time_limit_seconds", "--time-limit"},
-  };
-  for (const auto& [field, flag] : kFlags)
-    if (message.starts_with(field) && message.size() > field.size() && message[field.size()] == ':')
-      return std::string(flag) + message.substr(field.size());
-  return message;
 }
 
 }  // namespace memplan::cli

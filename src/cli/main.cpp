@@ -94,15 +94,25 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report(describe(app, argc, argv, e), kExitBadInput);
   }
+  memplan::removeTemporariesOnSignals();
   try {
     for (const Command& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        // Every file the command writes, all together or none: a run that
+        // fails (an exception, exit code 1) leaves the targets as they were.
+        memplan::OutputTransaction outputs;
+        const int code = c.run();
+        if (code != kExitOk) return code;
+        std::cout.flush();  // before outputs that are the standard output
+        outputs.commit();
+        return code;
+      }
   } catch (const memplan::InputError& e) {
-    return report(inFlagTerms(e.what()), kExitBadInput);
+    return report(memplan::inShellTerms(e.what(), memplan::Shell::Cli), kExitBadInput);
   } catch (const memplan::CapacityError& e) {
     return report(std::string("does not fit: ") + e.what(), kExitDoesNotFit);
   } catch (const memplan::PlanError& e) {
-    return report(inFlagTerms(e.what()), kExitBadInput);
+    return report(memplan::inShellTerms(e.what(), memplan::Shell::Cli), kExitBadInput);
   } catch (const std::bad_alloc&) {
     return report("out of memory", kExitBadInput);
   } catch (const std::exception& e) {

@@ -12,7 +12,8 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -133,13 +134,20 @@ RuntimeTable runtimeTable(const Plan& plan, const Model* model) {
                             : 0;
     t.output_step = step32(std::max<TimeValue>(main.specs.steps - 1, 0), "output");
   }
-  // Identifiers: collisions numbered _2, _3, ... in list order.
-  std::set<std::string> taken;
+  // Identifiers: collisions numbered _2, _3, ... in list order. Each base
+  // remembers the next number to try (every number below it is taken), so
+  // n tensors of one name cost O(n), not O(n^2).
+  std::unordered_set<std::string> taken;
+  std::unordered_map<std::string, std::uint64_t> next_number;
   const auto unique = [&](const std::string& name, const std::string& fallback) {
     std::string base = identifierOf(name);
     if (base.empty()) base = fallback;
     std::string id = base;
-    for (int k = 2; taken.count(id); ++k) id = fmt::format("{}_{}", base, k);
+    if (taken.count(id)) {
+      std::uint64_t& k = next_number.try_emplace(base, 2).first->second;
+      do id = fmt::format("{}_{}", base, k++);
+      while (taken.count(id));
+    }
     taken.insert(id);
     return id;
   };
@@ -161,7 +169,16 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   std::string lo = options.prefix, up = options.prefix;
   std::transform(lo.begin(), lo.end(), lo.begin(), [](unsigned char c) { return std::tolower(c); });
   std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
-  const RuntimeTable t = runtimeTable(plan, model);
+  const RuntimeTable t = [&] {
+    try {
+      return runtimeTable(plan, model);
+    } catch (const InputError& e) {
+      // A value of the input the header cannot hold: name the input.
+      const std::string& input = plan.source.name.empty() ? options.source : plan.source.name;
+      if (input.empty()) throw;
+      throw InputError(fmt::format("{}: {}, the C header's type for steps", input, e.what()));
+    }
+  }();
   const std::size_t n = t.tensor_offset.size();
   const std::size_t pools = t.pool_size.size() - 1;
 
@@ -187,7 +204,9 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   line(fmt::format(" * + {}_tensor_size[t]) of that pool, from step {}_tensor_first_step[t]", lo, lo));
   line(fmt::format(" * through {}_tensor_last_step[t] (steps of its graph: the main graph's", lo));
   line(fmt::format(" * node n runs at {}_NODE_STEP(n)). Pool buffers must be aligned to", up));
-  line(fmt::format(" * {}_ALIGNMENT. memplan::Arena (memplan/runtime.h) reads {}_plan.", up, lo));
+  line(fmt::format(" * {}_ALIGNMENT (a power of two or not: {}_ALIGN_UP rounds a pointer up", up, up));
+  line(fmt::format(" * to it). In C, {}_TENSOR_PTR(pools, t) is tensor t's address, pools[p]", up));
+  line(fmt::format(" * pool p's base; in C++, memplan::Arena (memplan/runtime.h) reads {}_plan.", lo));
   line(" */");
   line("#ifndef " + guard);
   line("#define " + guard);
@@ -206,6 +225,15 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   line(fmt::format("#define {}_SHADOW_WORDS {}u /* memplan::Arena's checked mode */", up, shadow));
   line(fmt::format("#define {}_NODE_STEP(n) ((int32_t)({} + (n)))", up, t.first_node_step));
   line(fmt::format("#define {}_OUTPUT_STEP {}", up, t.output_step));
+  line("");
+  line("/* A pointer rounded up to the alignment (give a pool its size + ALIGNMENT - 1");
+  line(" * bytes and use the rounded pointer); whether a pointer is aligned. */");
+  line(fmt::format("#define {0}_ALIGN_UP(p) ((void*)((unsigned char*)(p) + ({0}_ALIGNMENT - "
+                   "(uintptr_t)(p) % {0}_ALIGNMENT) % {0}_ALIGNMENT))", up));
+  line(fmt::format("#define {0}_IS_ALIGNED(p) ((uintptr_t)(p) % {0}_ALIGNMENT == 0u)", up));
+  line(fmt::format("/* Tensor t's address; pools[p] is pool p's base (pools[0] unused). */"));
+  line(fmt::format("#define {0}_TENSOR_PTR(pools, t) ((void*)((unsigned char*)(pools)[{1}_tensor_pool[t]] + "
+                   "{1}_tensor_offset[t]))", up, lo));
   line("");
   line(fmt::format("typedef {} {}_word_t;", wide ? "uint64_t" : "uint32_t", lo));
   line("");
@@ -282,7 +310,7 @@ std::string writeCHeader(const Plan& plan, const Model* model, const CHeaderOpti
   line(fmt::format("#define {}_STATIC_ASSERT(c, m) _Static_assert(c, m)", up));
   line("#endif");
   line(fmt::format("#ifdef {}_STATIC_ASSERT", up));
-  line(fmt::format("{0}_STATIC_ASSERT(({0}_ALIGNMENT & ({0}_ALIGNMENT - 1u)) == 0u, \"alignment is a power of two\");", up));
+  line(fmt::format("{0}_STATIC_ASSERT({0}_ALIGNMENT > 0u, \"alignment is positive\");", up));
   line(fmt::format("{0}_STATIC_ASSERT({0}_TENSOR_COUNT == {0}_NUM_TENSORS, \"one id per tensor\");", up));
   line(fmt::format("{0}_STATIC_ASSERT(sizeof({1}_pool_size) / sizeof({1}_pool_size[0]) == {0}_NUM_POOLS + 1u, "
                    "\"one size per pool\");",

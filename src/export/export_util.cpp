@@ -66,7 +66,16 @@ std::string xmlEscape(std::string_view text) {
   const std::string clean = sanitizeUtf8(text);
   std::string out;
   out.reserve(clean.size());
-  for (char c : clean) {
+  for (std::size_t i = 0; i < clean.size(); ++i) {
+    const char c = clean[i];
+    // U+FFFE and U+FFFF are valid UTF-8 but no XML character (XML 1.0,
+    // production Char): a parser stops at them.
+    if (clean.compare(i, 2, "\xef\xbf") == 0 && i + 2 < clean.size() &&
+        (clean[i + 2] == '\xbe' || clean[i + 2] == '\xbf')) {
+      out += "\xef\xbf\xbd";
+      i += 2;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -204,6 +213,29 @@ std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId 
     if (curve.empty() || curve.back().second != live) curve.emplace_back(t, live);
   }
   return curve;
+}
+
+Peak peakOf(const std::vector<std::pair<TimeValue, Bytes>>& curve) {
+  Peak peak;
+  for (const auto& [step, live] : curve)
+    if (live > peak.live) peak = {step, live};
+  return peak;
+}
+
+std::vector<TimeValue> constantSteps(const Model* model, GraphId graph) {
+  std::vector<TimeValue> steps;
+  const Graph* g = modelGraph(model, graph);
+  if (!g) return steps;
+  for (std::size_t n = 0; n < g->nodes.size(); ++n) {
+    const Node& node = g->nodes[n];
+    if (node.outputs.empty() || !node.subgraphs.empty()) continue;
+    const bool constants = std::all_of(node.outputs.begin(), node.outputs.end(), [&](TensorId t) {
+      return t >= 0 && static_cast<std::size_t>(t) < model->tensors.size() &&
+             model->tensors[static_cast<std::size_t>(t)].kind == TensorKind::Constant;
+    });
+    if (constants) steps.push_back(nodeTime(*g, static_cast<NodeId>(n)));
+  }
+  return steps;
 }
 
 }  // namespace memplan::exportutil

@@ -64,6 +64,8 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
                          {"subgraphs", node.subgraphs}});
     }
   }
+  // Steps that only make constants: the viewer folds them (a toggle).
+  g["constant_steps"] = exportutil::constantSteps(model, gp.graph);
   g["step_names"] = std::move(step_names);
   g["step_ops"] = std::move(step_ops);
   g["control"] = std::move(control);
@@ -74,10 +76,12 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
   json pj = json::array();
   for (const PoolInfo& p : pools) {
     json live = json::array();
-    for (const auto& [t, b] : exportutil::liveCurve(gp, p.mem_id)) {
+    const auto curve = exportutil::liveCurve(gp, p.mem_id);
+    for (const auto& [t, b] : curve) {
       live.push_back(t);
       live.push_back(b);
     }
+    const exportutil::Peak peak = exportutil::peakOf(curve);
     pj.push_back({{"mem_id", p.mem_id},
                   {"device", sanitizeUtf8(p.device.str())},
                   {"size", p.size},
@@ -86,7 +90,9 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
                   {"reserved", p.reserved},
                   {"buffers", p.buffers},
                   {"algorithm", sanitizeUtf8(p.algorithm)},
-                  {"optimal", p.proven_optimal},
+                  {"optimal", exportutil::isOptimal(p)},
+                  {"peak_step", peak.step},
+                  {"peak_live", peak.live},
                   {"live", std::move(live)}});
   }
   g["pools"] = std::move(pj);
@@ -95,7 +101,7 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
   const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
   json pool = json::array(), first = json::array(), last = json::array(), offset = json::array(),
        size = json::array(), role = json::array(), name = json::array(), op = json::array(),
-       shape = json::array(), dtype = json::array();
+       shape = json::array(), dtype = json::array(), aka = json::array();
   for (const Allocation& a : gp.allocations) {
     const Spec* s = exportutil::allocSpec(gp, a);
     if (!s) continue;
@@ -110,12 +116,21 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
     op.push_back(sanitizeUtf8(t.op));
     shape.push_back(t.shape);
     dtype.push_back(t.dtype);
+    // The other tensors sharing this storage (views, in-place results):
+    // search finds a storage by any of their names.
+    std::string also;
+    if (model)
+      for (TensorId m : s->members)
+        if (m != s->tensor && m >= 0 && static_cast<std::size_t>(m) < model->tensors.size())
+          also += (also.empty() ? "" : ", ") + model->tensors[static_cast<std::size_t>(m)].name;
+    aka.push_back(sanitizeUtf8(also));
   }
   g["tensors"] = {{"pool", std::move(pool)},     {"first", std::move(first)},
                   {"last", std::move(last)},     {"offset", std::move(offset)},
                   {"size", std::move(size)},     {"role", std::move(role)},
                   {"name", std::move(name)},     {"op", std::move(op)},
-                  {"shape", std::move(shape)},   {"dtype", std::move(dtype)}};
+                  {"shape", std::move(shape)},   {"dtype", std::move(dtype)},
+                  {"aka", std::move(aka)}};
   return g;
 }
 

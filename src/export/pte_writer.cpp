@@ -36,11 +36,6 @@ namespace {
 
 using pte::fb::uoffset_t;
 
-std::string methodLabel(const PteProgram& p, std::size_t g) {
-  const std::string& name = p.methods[g].name;
-  return name.empty() ? fmt::format("method {}", g) : fmt::format("method '{}'", name);
-}
-
 template <typename T>
 void put(std::string& out, std::size_t at, T value) {
   T le = pte::fb::EndianScalar(value);
@@ -67,7 +62,7 @@ Target targets(const PteProgram& p, const Plan& plan) {
       else if (gp.bufsizes[i] > 0)
         throw InputError(fmt::format("{}: {}: the plan uses memory id {}, but the file has buffer "
                                      "sizes for {} (a .pte keeps its memory ids)",
-                                     p.source, methodLabel(p, g), i, sizes.empty() ? 0 : sizes.size() - 1));
+                                     p.source, methodLabel(p, static_cast<GraphId>(g)), i, sizes.empty() ? 0 : sizes.size() - 1));
     }
     t.sizes.push_back(std::move(sizes));
   }
@@ -82,14 +77,14 @@ Target targets(const PteProgram& p, const Plan& plan) {
     if (m >= t.sizes[g].size())
       throw InputError(fmt::format("{}: {}: '{}' is in memory id {}, but the method has no buffer "
                                    "size for it",
-                                   p.source, methodLabel(p, g), name, m));
+                                   p.source, methodLabel(p, static_cast<GraphId>(g)), name, m));
     const SpecId s = i < gp.specs.tensor_spec.size() ? gp.specs.tensor_spec[i] : kNone;
     const Allocation* a = s != kNone ? gp.find(s) : nullptr;
     if (a) {
       if (a->mem_id != x.allocation->mem_id)
         throw InputError(fmt::format("{}: {}: the plan moves '{}' from memory id {} to {} (a .pte "
                                      "keeps its memory ids)",
-                                     p.source, methodLabel(p, g), name, x.allocation->mem_id, a->mem_id));
+                                     p.source, methodLabel(p, static_cast<GraphId>(g)), name, x.allocation->mem_id, a->mem_id));
       t.offsets[i] = a->offset;
     } else if (!x.used) {  // named by no instruction: its file offset if it fits, else 0
       const Bytes size = t.sizes[g][m], n = p.model.tensors[i].nbytes;
@@ -97,7 +92,7 @@ Target targets(const PteProgram& p, const Plan& plan) {
                          ? x.allocation->offset : 0;
     } else {
       throw InputError(fmt::format("{}: {}: the plan has no place for '{}'", p.source,
-                                   methodLabel(p, g), name));
+                                   methodLabel(p, static_cast<GraphId>(g)), name));
     }
   }
   return t;
@@ -256,7 +251,7 @@ void checkWritten(const PteProgram& p, const std::string& out, const Target& wan
   for (std::size_t g = 0; g < p.methods.size(); ++g)
     if (p.methods[g].has_buffer_sizes && back.methods[g].buffer_sizes != want.sizes[g])
       throw PlanError(fmt::format("{}: {}: buffer sizes read back differ from the plan", p.source,
-                                  methodLabel(p, g)));
+                                  methodLabel(p, static_cast<GraphId>(g))));
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
     if (!want.offsets[i]) continue;
     const auto& a = back.tensors[i].allocation;

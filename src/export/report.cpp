@@ -19,26 +19,6 @@ namespace memplan {
 
 using exportutil::sanitizeUtf8;
 
-std::string formatBytes(Bytes bytes, bool exact) {
-  std::string text;
-  if (bytes < 1024) {
-    text = fmt::format("{} B", bytes);
-  } else {
-    // Pick the unit after rounding, so 1048575 B reads "1.0 MiB", not
-    // "1024.0 KiB".
-    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double value = static_cast<double>(bytes) / 1024.0;
-    std::size_t unit = 0;
-    while (unit + 1 < std::size(kUnits) && std::round(value * 10.0) >= 1024.0 * 10.0) {
-      value /= 1024.0;
-      ++unit;
-    }
-    text = fmt::format("{:.1f} {}", value, kUnits[unit]);
-  }
-  if (exact && bytes >= 1024) text += fmt::format(" ({} B)", bytes);
-  return text;
-}
-
 namespace {
 
 // Saving of `size` against `naive`, in percent (negative = smaller).
@@ -94,6 +74,14 @@ std::string formatSaving(Bytes size, Bytes naive, bool exact) {
 }
 
 namespace {
+
+// What the report calls the input: the file as given, whatever its kind
+// (a spec list or CSV has no model to name).
+std::string inputName(const Plan& plan, const Model* model, const ReportOptions& options) {
+  if (!options.input_name.empty()) return options.input_name;
+  if (!plan.source.name.empty()) return plan.source.name;
+  return model ? model->name : std::string();
+}
 
 bool isEntryGraph(const Plan& plan, GraphId g) {
   if (g == 0) return true;
@@ -182,11 +170,9 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
       ReportPool rp;
       rp.graph = gp.graph;
       rp.info = info;
-      for (const auto& [step, live] : exportutil::liveCurve(gp, info.mem_id))
-        if (live > rp.peak_live) {
-          rp.peak_live = live;
-          rp.peak_step = step;
-        }
+      const exportutil::Peak peak = exportutil::peakOf(exportutil::liveCurve(gp, info.mem_id));
+      rp.peak_step = peak.step;
+      rp.peak_live = peak.live;
       const exportutil::StepInfo at = exportutil::stepInfo(model, gp.graph, rp.peak_step);
       rp.peak_node = at.name;
       rp.peak_op = at.op;
@@ -231,7 +217,8 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
   const bool exact = options.exact_bytes;
   const std::vector<ReportPool> pools = analyzePlan(plan, model, options);
   std::string out = "memplan";
-  if (model && !model->name.empty()) out += ": " + sanitizeUtf8(model->name);
+  if (const std::string name = inputName(plan, model, options); !name.empty())
+    out += ": " + sanitizeUtf8(name);
   out += fmt::format(", algorithm {}", sanitizeUtf8(plan.algorithm.empty() ? "-" : plan.algorithm));
   if (options.include_timing) out += fmt::format(", planned in {:.2f} s", plan.planning_seconds);
   out += '\n';
@@ -269,7 +256,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
     rows.push_back({shortName(graphName(plan, model, p.graph), 32), std::to_string(i.mem_id),
                     sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
                     formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
-                    i.proven_optimal ? "yes" : "no", formatBytes(i.naive_size, exact),
+                    exportutil::isOptimal(i) ? "yes" : "no", formatBytes(i.naive_size, exact),
                     percentText(changePercent(i.size, i.naive_size)),
                     sanitizeUtf8(i.algorithm.empty() ? "-" : i.algorithm),
                     std::to_string(i.buffers)});
@@ -339,6 +326,8 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
   const std::vector<ReportPool> pools = analyzePlan(plan, model, options);
   json doc = json::object();
   doc["model"] = model ? json(sanitizeUtf8(model->name)) : json(nullptr);
+  const std::string input = inputName(plan, model, options);
+  doc["input"] = input.empty() ? json(nullptr) : json(sanitizeUtf8(input));
   doc["algorithm"] = sanitizeUtf8(plan.algorithm);
   if (options.include_timing) doc["planning_seconds"] = plan.planning_seconds;
   Bytes total = 0, naive = 0;
@@ -359,7 +348,7 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
         {"ratio", i.lower_bound ? json(std::round(static_cast<double>(i.size) * 1e6 /
                                                   static_cast<double>(i.lower_bound)) / 1e6)
                                 : json(nullptr)},
-        {"proven_optimal", i.proven_optimal},
+        {"proven_optimal", exportutil::isOptimal(i)},
         {"naive_bytes", i.naive_size},
         {"saving_bytes", i.naive_size >= i.size ? i.naive_size - i.size : 0},
         {"change_percent", std::round(changePercent(i.size, i.naive_size) * 10.0) / 10.0},

@@ -143,7 +143,7 @@ std::string renderSvg(const Plan& plan, const Model* model, const SvgOptions& op
         "{}</text>\n",
         num(left), num(y0 + 18), xmlEscape(exportutil::graphLabel(model, gp.graph)), info.mem_id,
         xmlEscape(info.device.str()), formatBytes(info.size), formatBytes(info.lower_bound),
-        info.proven_optimal ? " (optimal)" : "",
+        exportutil::isOptimal(info) ? " (optimal)" : "",
         xmlEscape(formatSaving(info.size, info.naive_size)));
     s += fmt::format(
         "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f7\" "

@@ -104,6 +104,39 @@ Bytes tflmArenaBytes(const Model& model) {
   return makeAlgorithm("tflm_greedy")->solve(buffers.problem, AlgorithmParams{}).size;
 }
 
+TflmArenaEstimate tflmArenaEstimate(const Model& model, Bytes head) {
+  const auto align = [](Bytes b) { return alignUp(b, kTflmBufferAlignment).value_or(kMaxBytes); };
+  const auto add = [](Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); };
+  TflmArenaEstimate e;
+  e.head = align(head);
+  const Bytes tensors = model.tensors.size();
+  e.eval_tensors = 24 * tensors;
+  e.tables = 1024 + 8 * tensors;
+  Bytes ops = 0, channels = 0;
+  for (const Graph& g : model.graphs)
+    for (const Node& n : g.nodes) {
+      ++ops;
+      if (n.outputs.empty()) continue;
+      const Tensor& out = model.tensors[static_cast<std::size_t>(n.outputs[0])];
+      const bool quantized = out.dtype == DType::Int8 || out.dtype == DType::UInt8 || out.dtype == DType::Int16;
+      // Convolutions allocate per-channel multipliers and shifts whatever
+      // the type; fully connected layers only when quantized.
+      const bool per_channel = n.op == "CONV_2D" || n.op == "DEPTHWISE_CONV_2D" || n.op == "TRANSPOSE_CONV" ||
+                               (n.op == "FULLY_CONNECTED" && quantized);
+      if (per_channel) {
+        const auto& shape = out.shape;
+        if (!shape.empty() && shape.back() > 0) channels = add(channels, static_cast<Bytes>(shape.back()));
+      }
+    }
+  e.nodes = 64 * ops;
+  e.kernel_data = add(128 * ops, 8 * std::min<Bytes>(channels, kMaxBytes / 8));
+  if (!model.graphs.empty()) e.io_tensors = 64 * (model.graphs[0].inputs.size() + model.graphs[0].outputs.size());
+  Bytes total = e.head;
+  for (Bytes part : {e.eval_tensors, e.nodes, e.io_tensors, e.kernel_data, e.tables}) total = add(total, part);
+  e.total = align(total);
+  return e;
+}
+
 std::vector<std::int32_t> tfliteOfflineOffsets(const Model& model, const Plan& plan,
                                                const TfliteTensorIndex& index) {
   if (index.index.size() != model.tensors.size())
@@ -144,6 +177,9 @@ Plan pinnedPlan(const Model& model, const PlanOptions& options) {
     gp.parent = kNone;  // pins are absolute: no reserved-prefix layout to check
     gp.specs = collectSpecs(model, g, graphPlanOptions(model, g, options));
     std::map<MemId, PoolInfo> pools;
+    // The same tensors unpinned: the bound any plan of them meets, so the
+    // report can say whether the carried plan is optimal.
+    std::map<MemId, PoolProblem> problems;
     for (Spec& s : gp.specs.specs) {
       if (!s.planned) continue;
       if (!s.offset) {
@@ -161,13 +197,23 @@ Plan pinnedPlan(const Model& model, const PlanOptions& options) {
       p.naive_size += *size;
       ++p.buffers;
       p.algorithm = "pinned";
+      Buffer b;
+      b.id = static_cast<BufferId>(problems[m].buffers.size());
+      b.start = s.first;
+      b.end = s.last + 1;
+      b.size = *size;
+      b.nbytes = s.nbytes;
+      b.gaps = s.gaps;
+      problems[m].mem_id = m;
+      problems[m].buffers.push_back(std::move(b));
     }
     MemId top = 1;
     for (const auto& [m, p] : pools) top = std::max(top, m);
     gp.bufsizes.assign(static_cast<std::size_t>(top) + 1, 0);
     gp.pool_devices.assign(gp.bufsizes.size(), Device{});
     for (auto& [m, p] : pools) {
-      p.lower_bound = p.size;
+      p.lower_bound = std::min(p.size, lowerBound(problems[m]));
+      p.proven_optimal = p.size <= p.lower_bound;
       gp.bufsizes[m] = p.size;
       gp.pools.push_back(p);
     }

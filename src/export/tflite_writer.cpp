@@ -20,7 +20,10 @@
 //     2 GB) have their absolute offsets moved by the head's size.
 // The original root table stays in the file, unreferenced. A replaced plan's
 // buffer is reused when nothing else refers to it, so planning a planned
-// model again does not grow its buffer list.
+// model again does not grow its buffer list; and when the new plan has the
+// old one's length (the same model planned again), its numbers are written
+// over the old plan's bytes and nothing else changes: the file keeps its
+// size however often it is planned.
 #include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 
@@ -244,6 +247,32 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
   std::size_t plan_buffer = buffer_tables.size();
   if (old_plan_buffer && *old_plan_buffer < buffer_tables.size() && !used[*old_plan_buffer])
     plan_buffer = *old_plan_buffer;
+
+  // A plan replacing one of the same length (the same model planned again)
+  // is written over the old plan's bytes: the file does not grow.
+  const std::size_t plan_bytes = 12 + 4 * offsets.size();
+  if (plan_buffer < buffer_tables.size()) {
+    const fb::Table* t = in.at(buffer_tables[plan_buffer]);
+    const std::size_t vec = in.target(t, 0, "data");
+    const auto external = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
+    if (vec != 0 && external <= 1 && vec + 4 + plan_bytes <= fb_size &&
+        fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes) {
+      std::string out(bytes);
+      std::size_t at = vec + 4;
+      const auto put = [&](std::int32_t v) {
+        const std::int32_t le = fb::EndianScalar(v);
+        std::memcpy(out.data() + at, &le, 4);
+        at += 4;
+      };
+      put(kPlanVersion);
+      put(static_cast<std::int32_t>(
+          old_target[kSubgraphs] ? fb::ReadScalar<fb::uoffset_t>(data + old_target[kSubgraphs]) : 0));
+      put(static_cast<std::int32_t>(offsets.size()));
+      for (std::int32_t o : offsets) put(o);
+      importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
+      return out;
+    }
+  }
   const bool empty_first = buffer_tables.empty();  // a model without buffers gets buffer 0 empty
   if (empty_first) plan_buffer = 1;
 

@@ -162,6 +162,17 @@ class Importer {
     }
 
     readValues(plan, mi, m);
+    // A planned tensor's memory id must name one of the method's buffers
+    // (non_const_buffer_sizes[memory_id]); the runtime refuses the method
+    // otherwise. Bad input, not a plan to verify.
+    for (const RawTensor& x : m.tensors)
+      if (x.alloc && static_cast<std::size_t>(x.alloc->mem_id) >= m.buffer_sizes.size())
+        throw InputError(fmt::format(
+            "{}: byte {}: {}: allocation_info.memory_id {} names no buffer of the method ({})",
+            r_.source(), x.alloc_table, at("value", x.value).str(), x.alloc->mem_id,
+            m.buffer_sizes.size() < 2 ? "it has no non_const_buffer_sizes beyond the constants'"
+                                      : fmt::format("non_const_buffer_sizes has memory ids 1 to {}",
+                                                    m.buffer_sizes.size() - 1)));
 
     const auto ios = [&](FieldId f, const char* what, std::vector<std::int32_t>& out) {
       const auto* v = r_.vector<std::int32_t>(plan, f, at(what), what);

@@ -1,11 +1,19 @@
 // memplan graph JSON reader (format: docs/graph-format.md).
 //
-// Steps: parse (depth capped, syntax errors with line:column) -> check the
-// header (format, version 1 or 2) -> index graph and tensor names -> read
-// methods (version 2) -> read tensors ->
-// read graphs and nodes, resolving references -> derive missing subgraph
-// parents -> validateModel. Every error names the file and the JSON path of
-// the offending value, e.g. "g.json: tensors[12].shape[2]: expected ...".
+// Steps: parse, streaming (depth capped, syntax errors with line:column):
+// each element of "tensors" and of a graph's "nodes" is read into the model
+// as soon as the parser completes it and then dropped, so a file's JSON
+// tree is never held whole (a 2M-tensor file would need ~1.2 KB of tree a
+// tensor on top of the model) -> check the header (format, version 1 or 2)
+// -> index graph names -> read methods -> resolve the references that may
+// point forward (aliases, tensors' graphs, subgraphs, parents) -> derive
+// missing subgraph parents -> validateModel. Every error names the file and
+// the JSON path of the offending value, e.g. "g.json: tensors[12].shape[2]:
+// expected ...".
+//
+// Streaming needs the header before the first tensor and every tensor
+// before the first node, as memplan writes them; a file in another order
+// is read all the same, holding the elements until the end.
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -39,42 +47,28 @@ class Reader : public jsontext::Fields {
   Reader(std::string_view text, const std::string& source) : Fields(source), text_(text) {}
 
   Model read() {
-    const json root = jsontext::parse(text_, source());
-    if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
+    Sax sax(*this);
+    jsontext::parseWith(text_, source(), jsontext::kMaxDepth, [&] {
+      json::sax_parse(text_.begin(), text_.end(), &sax);
+    });
+    const json& root = sax.root();
+    checkHeader(root);
     knownKeys(root, "", {"format", "version", "name", "methods", "tensors", "graphs"});
-    const json* format = root.contains("format") ? &root["format"] : nullptr;
-    if (!format || !format->is_string() || format->get_ref<const std::string&>() != "memplan-graph")
-      fail("format", "expected \"memplan-graph\"");
-    const json* version = root.contains("version") ? &root["version"] : nullptr;
-    if (!version) fail("version", "missing (this memplan reads versions 1 and 2)");
-    if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
-        version->get<std::uint64_t>() > 2)
-      fail("version", oneLine(version->dump(), 40) +
-                          " is not supported (this memplan reads versions 1 and 2)");
-    version_ = version->get<std::uint64_t>();
-
-    Model m;
-    m.name = root.contains("name") ? str(root["name"], "name") : source();
-    const json& tensors = array(root, "tensors", "tensors", kMaxTensors, true);
+    Model& m = m_;
+    m.name = root.contains("name") ? text(root["name"], "name") : source();
+    // What streaming took out of the tree is counted, not held: "tensors" and
+    // the graphs' "nodes" are empty arrays here.
+    array(root, "tensors", "tensors", kMaxTensors, true);
     const json& graphs = array(root, "graphs", "graphs", kMaxGraphs, true);
     if (graphs.empty()) fail("graphs", "expected at least the main graph");
 
-    // Names first: references may point forward.
     graph_names_.reserve(graphs.size());
     for (std::size_t g = 0; g < graphs.size(); ++g) {
       const std::string at = item("graphs", g);
       object(graphs[g], at);
       if (graphs[g].contains("name"))
-        addName(graph_names_, str(graphs[g]["name"], at + ".name"), static_cast<std::int64_t>(g));
+        addName(graph_names_, text(graphs[g]["name"], at + ".name"), static_cast<std::int64_t>(g));
     }
-    tensor_names_.reserve(tensors.size());
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      const std::string at = item("tensors", t);
-      object(tensors[t], at);
-      if (!tensors[t].contains("name")) fail(at, "missing 'name'");
-      addName(tensor_names_, str(tensors[t]["name"], at + ".name"), static_cast<std::int64_t>(t));
-    }
-    num_tensors_ = tensors.size();
     num_graphs_ = graphs.size();
 
     if (root.contains("methods")) {
@@ -85,27 +79,255 @@ class Reader : public jsontext::Fields {
         object(methods[i], at);
         knownKeys(methods[i], at, {"name", "graph"});
         Method method;
-        method.name = str(require(methods[i], at, "name"), at + ".name");
+        method.name = text(require(methods[i], at, "name"), at + ".name");
         method.graph = graphRef(require(methods[i], at, "graph"), at + ".graph");
         m.methods.push_back(std::move(method));
       }
     }
 
-    m.tensors.resize(tensors.size());
-    for (std::size_t t = 0; t < tensors.size(); ++t) readTensor(tensors[t], t, m.tensors[t]);
+    // Elements held back (a file in another order), then the references.
+    for (std::size_t t = 0; t < held_tensors_.size(); ++t) readTensorElement(held_tensors_[t], t);
+    held_tensors_.clear();
+    tensors_done_ = true;
+    num_tensors_ = m.tensors.size();
+    for (const TensorRefs& r : tensor_refs_) {
+      Tensor& t = m.tensors[static_cast<std::size_t>(r.tensor)];
+      const std::string at = item("tensors", static_cast<std::size_t>(r.tensor));
+      if (r.alias_of) {
+        t.alias_of = tensorRef(*r.alias_of, at + ".alias.of");
+        if (t.alias_of == r.tensor) fail(at + ".alias.of", "a tensor cannot alias itself");
+      }
+      if (r.graph) t.graph = graphRef(*r.graph, at + ".graph");
+    }
+    tensor_refs_.clear();
+    for (HeldNode& h : held_nodes_) readNodeElement(h.node, h.graph, h.index);
+    held_nodes_.clear();
 
     m.graphs.resize(graphs.size());
     std::vector<bool> explicit_parent(graphs.size(), false);
-    for (std::size_t g = 0; g < graphs.size(); ++g)
+    for (std::size_t g = 0; g < graphs.size(); ++g) {
+      if (g < nodes_.size()) m.graphs[g].nodes = std::move(nodes_[g]);
       explicit_parent[g] = readGraph(graphs[g], g, m.graphs[g]);
+    }
+    for (const SubgraphRefs& r : subgraph_refs_) {
+      const std::string at = item(item("graphs", r.graph) + ".nodes", r.node) + ".subgraphs";
+      Node& node = m.graphs[r.graph].nodes[r.node];
+      const json& subs = array(r.subgraphs, at, kMaxGraphs);
+      node.subgraphs.reserve(subs.size());
+      for (std::size_t i = 0; i < subs.size(); ++i) node.subgraphs.push_back(graphRef(subs[i], item(at, i)));
+    }
     deriveParents(m, explicit_parent);
 
     try {
       validateModel(m);
     } catch (const InputError& e) {
-      throw InputError(source() + ": " + oneLine(e.what(), 400));
+      // The model is named after the file unless the file names it.
+      const std::string what = oneLine(e.what(), 400);
+      if (what.rfind(source() + ": ", 0) == 0) throw InputError(what);
+      throw InputError(source() + ": " + what);
     }
-    return m;
+    return std::move(m_);
+  }
+
+  // ---- streaming: called by Sax as elements complete ----
+
+  void onTensor(json&& v, std::size_t i) {
+    if (i >= kMaxTensors) fail("tensors", "more than " + std::to_string(kMaxTensors) + " entries, above the limit");
+    if (!held_tensors_.empty() || !headerSeen()) {
+      held_tensors_.push_back(std::move(v));
+      return;
+    }
+    readTensorElement(v, i);
+  }
+  void onTensorsEnd() {
+    if (!held_tensors_.empty()) return;  // read at the end
+    tensors_done_ = true;
+    num_tensors_ = m_.tensors.size();
+  }
+  void onNode(json&& v, std::size_t g, std::size_t n) {
+    if (g >= kMaxGraphs) fail("graphs", "more than " + std::to_string(kMaxGraphs) + " entries, above the limit");
+    if (n >= kMaxNodes)
+      fail(item("graphs", g) + ".nodes", "more than " + std::to_string(kMaxNodes) + " entries, above the limit");
+    if (!tensors_done_ || !held_nodes_.empty()) {
+      held_nodes_.push_back({std::move(v), g, n});
+      return;
+    }
+    readNodeElement(v, g, n);
+  }
+  // The header, checked once as soon as the root holds it.
+  bool headerSeen() {
+    if (header_checked_) return true;
+    const json& root = root_ ? *root_ : json();
+    if (!root.is_object() || !root.contains("format") || !root.contains("version")) return false;
+    checkHeader(root);
+    return true;
+  }
+  const json* root_ = nullptr;  // the document as parsed so far
+
+ private:
+  // Builds the document as nlohmann's DOM parser does, except that each
+  // element of the root's "tensors" array and of a graph's "nodes" array is
+  // handed to the reader when complete and never stored.
+  class Sax : public jsontext::SaxErrors {
+   public:
+    explicit Sax(Reader& r) : r_(r) { r_.root_ = &root_; }
+    const json& root() const { return root_; }
+
+    bool null() { return value(json(nullptr)); }
+    bool boolean(bool b) { return value(json(b)); }
+    bool number_integer(json::number_integer_t v) { return value(json(v)); }
+    bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+    bool number_float(json::number_float_t v, const json::string_t&) { return value(json(v)); }
+    bool string(json::string_t& s) { return value(json(std::move(s))); }
+    bool binary(json::binary_t& b) { return value(json::binary(std::move(b))); }
+    bool start_object(std::size_t) { return open(json::object()); }
+    bool start_array(std::size_t) { return open(json::array()); }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+    bool key(json::string_t& k) {
+      Frame& f = stack_.back();
+      // Streamed arrays given twice would be read twice.
+      const bool streamed = (f.kind == Kind::Root && (k == "tensors" || k == "graphs")) ||
+                            (f.kind == Kind::Graph && k == "nodes");
+      if (streamed && f.value->contains(k))
+        r_.fail(f.kind == Kind::Root ? "" : item("graphs", f.index), "'" + k + "' given twice");
+      f.key = k;
+      f.slot = &(*f.value)[k];
+      return true;
+    }
+
+   private:
+    enum class Kind : std::uint8_t { Root, Tensors, Graphs, Graph, Nodes, Element, Other };
+    struct Frame {
+      json* value;
+      Kind kind;
+      std::size_t index = 0;   // Graph, Nodes: the graph; Element: its position
+      std::size_t count = 0;   // arrays: entries so far
+      std::string key;         // objects: the last key
+      json* slot = nullptr;    // objects: where the last key's value goes
+    };
+
+    // Where a new value goes, and what it is.
+    Frame place(json&& v) {
+      if (stack_.empty()) {
+        root_ = std::move(v);
+        return {&root_, Kind::Root};
+      }
+      Frame& parent = stack_.back();
+      const bool array = v.is_array();
+      switch (parent.kind) {
+        case Kind::Tensors:
+        case Kind::Nodes:
+          element_ = std::move(v);
+          return {&element_, Kind::Element, parent.count++};
+        case Kind::Root:
+          if (parent.value->is_object() && array && (parent.key == "tensors" || parent.key == "graphs")) {
+            *parent.slot = std::move(v);
+            return {parent.slot, parent.key == "tensors" ? Kind::Tensors : Kind::Graphs};
+          }
+          break;
+        case Kind::Graphs: {
+          const std::size_t g = parent.count++;
+          const bool object = v.is_object();
+          parent.value->push_back(std::move(v));
+          return {&parent.value->back(), object ? Kind::Graph : Kind::Other, g};
+        }
+        case Kind::Graph:
+          if (array && parent.key == "nodes") {
+            *parent.slot = std::move(v);
+            return {parent.slot, Kind::Nodes, parent.index};
+          }
+          break;
+        case Kind::Element:
+        case Kind::Other:
+          break;
+      }
+      if (parent.value->is_array()) {
+        parent.value->push_back(std::move(v));
+        return {&parent.value->back(), Kind::Other};
+      }
+      *parent.slot = std::move(v);
+      return {parent.slot, Kind::Other};
+    }
+
+    bool value(json&& v) {
+      const Frame f = place(std::move(v));
+      if (f.kind == Kind::Element) deliver(f);
+      return true;
+    }
+    bool open(json&& v) {
+      stack_.push_back(place(std::move(v)));
+      return true;
+    }
+    bool close() {
+      const Frame f = std::move(stack_.back());
+      stack_.pop_back();
+      if (f.kind == Kind::Element) deliver(f);
+      if (f.kind == Kind::Tensors) r_.onTensorsEnd();
+      return true;
+    }
+    void deliver(const Frame& f) {
+      const Frame& parent = stack_.back();
+      if (parent.kind == Kind::Tensors) r_.onTensor(std::move(element_), f.index);
+      else r_.onNode(std::move(element_), parent.index, f.index);
+      element_ = json();
+    }
+
+    Reader& r_;
+    json root_;
+    json element_;
+    std::vector<Frame> stack_;
+  };
+
+  void checkHeader(const json& root) {
+    if (header_checked_) return;
+    if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
+    const json* format = root.contains("format") ? &root["format"] : nullptr;
+    if (!format || !format->is_string() || format->get_ref<const std::string&>() != "memplan-graph")
+      fail("format", "expected \"memplan-graph\"");
+    const json* version = root.contains("version") ? &root["version"] : nullptr;
+    if (!version) fail("version", "missing (this memplan reads versions 1 and 2)");
+    if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
+        version->get<std::uint64_t>() > 2)
+      fail("version", oneLine(version->dump(), 40) +
+                          " is not supported (this memplan reads versions 1 and 2)");
+    version_ = version->get<std::uint64_t>();
+    header_checked_ = true;
+    if (root.contains("methods")) needsVersion2("methods");  // before the tensors' fqn
+  }
+
+  void readTensorElement(const json& v, std::size_t i) {
+    const std::string at = item("tensors", i);
+    object(v, at);
+    if (!v.contains("name")) fail(at, "missing 'name'");
+    m_.tensors.emplace_back();
+    readTensor(v, i, m_.tensors.back());
+    addName(tensor_names_, m_.tensors.back().name, static_cast<std::int64_t>(i));
+  }
+
+  void readNodeElement(const json& nv, std::size_t g, std::size_t n) {
+    const std::string nat = item(item("graphs", g) + ".nodes", n);
+    if (nodes_.size() <= g) nodes_.resize(g + 1);
+    nodes_[g].emplace_back();
+    Node& node = nodes_[g].back();
+    object(nv, nat);
+    knownKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
+    if (nv.contains("name")) node.name = text(nv["name"], nat + ".name");
+    if (nv.contains("op")) node.op = text(nv["op"], nat + ".op");
+    if (nv.contains("kind")) {
+      const std::string k = str(nv["kind"], nat + ".kind");
+      const auto kind = nodeKind(k);
+      if (!kind) fail(nat + ".kind", "expected op, cond, while, map, scan or call, got '" +
+                                         oneLine(k, 40) + "'");
+      node.kind = *kind;
+    }
+    node.inputs = tensorList(nv, "inputs", nat + ".inputs");
+    node.outputs = tensorList(nv, "outputs", nat + ".outputs");
+    // Graphs may be named before they are read: resolved at the end.
+    if (nv.contains("subgraphs")) {
+      array(nv["subgraphs"], nat + ".subgraphs", kMaxGraphs);
+      subgraph_refs_.push_back({nv["subgraphs"], static_cast<GraphId>(g), static_cast<NodeId>(n)});
+    }
   }
 
  private:
@@ -131,8 +353,8 @@ class Reader : public jsontext::Fields {
   std::int64_t ref(const json& v, const std::string& at, const char* what,
                    const std::unordered_map<std::string, std::int64_t>& names,
                    std::size_t count) const {
-    if (v.is_string()) {
-      const auto& name = v.get_ref<const std::string&>();
+    if (v.is_string() || v.is_object()) {  // a name, or {"bytes": ...}
+      const std::string name = text(v, at);
       const auto it = names.find(name);
       if (it == names.end()) fail(at, std::string("no ") + what + " named '" + oneLine(name, 80) + "'");
       if (it->second == kAmbiguous)
@@ -177,13 +399,13 @@ class Reader : public jsontext::Fields {
     if (version_ < 2) fail(at, "needs \"version\": 2 (methods and fqn are version 2)");
   }
 
-  void readTensor(const json& v, std::size_t i, Tensor& t) const {
+  void readTensor(const json& v, std::size_t i, Tensor& t) {
     const std::string at = item("tensors", i);
     knownKeys(v, at, {"id", "name", "shape", "dtype", "nbytes", "device", "alignment", "mem_id",
                       "offset", "kind", "alias", "dynamic_unbound", "graph", "gaps", "fqn"});
     if (v.contains("id") && unsignedInt(v["id"], at + ".id", kMaxTensors) != i)
       fail(at + ".id", "must equal the tensor's position " + std::to_string(i));
-    t.name = v["name"].get<std::string>();
+    t.name = text(v["name"], at + ".name");
     if (v.contains("shape")) {
       const json& shape = array(v, "shape", at + ".shape", kMaxRank, false);
       t.shape.reserve(shape.size());
@@ -214,7 +436,7 @@ class Reader : public jsontext::Fields {
     }
     if (v.contains("fqn")) {
       needsVersion2(at + ".fqn");
-      t.fqn = str(v["fqn"], at + ".fqn");
+      t.fqn = text(v["fqn"], at + ".fqn");
       if (t.fqn.empty()) fail(at + ".fqn", "empty (leave it out for none)");
     }
     if (v.contains("dynamic_unbound"))
@@ -249,10 +471,14 @@ class Reader : public jsontext::Fields {
       else if (k == "inplace") t.alias = AliasKind::InPlace;
       else if (k == "share") t.alias = AliasKind::ShareWith;
       else fail(aat + ".kind", "expected view, inplace or share, got '" + oneLine(k, 40) + "'");
-      t.alias_of = tensorRef(a["of"], aat + ".of");
-      if (t.alias_of == static_cast<TensorId>(i)) fail(aat + ".of", "a tensor cannot alias itself");
     }
-    if (v.contains("graph")) t.graph = graphRef(v["graph"], at + ".graph");
+    // References may point forward: resolved when every tensor is read.
+    if (v.contains("alias") || v.contains("graph")) {
+      TensorRefs refs{static_cast<TensorId>(i), std::nullopt, std::nullopt};
+      if (v.contains("alias")) refs.alias_of = v["alias"]["of"];
+      if (v.contains("graph")) refs.graph = v["graph"];
+      tensor_refs_.push_back(std::move(refs));
+    }
     if (v.contains("gaps")) readGaps(v["gaps"], at + ".gaps", t);
   }
 
@@ -297,33 +523,10 @@ class Reader : public jsontext::Fields {
   bool readGraph(const json& v, std::size_t gi, Graph& g) const {
     const std::string at = item("graphs", gi);
     knownKeys(v, at, {"name", "inputs", "outputs", "nodes", "parent", "parent_node"});
-    if (v.contains("name")) g.name = v["name"].get<std::string>();
+    if (v.contains("name")) g.name = text(v["name"], at + ".name");
     g.inputs = tensorList(v, "inputs", at + ".inputs");
     g.outputs = tensorList(v, "outputs", at + ".outputs");
-    const json& nodes = array(v, "nodes", at + ".nodes", kMaxNodes, false);
-    g.nodes.resize(nodes.size());
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-      const std::string nat = item(at + ".nodes", n);
-      const json& nv = nodes[n];
-      Node& node = g.nodes[n];
-      object(nv, nat);
-      knownKeys(nv, nat, {"name", "op", "kind", "inputs", "outputs", "subgraphs"});
-      if (nv.contains("name")) node.name = str(nv["name"], nat + ".name");
-      if (nv.contains("op")) node.op = str(nv["op"], nat + ".op");
-      if (nv.contains("kind")) {
-        const std::string k = str(nv["kind"], nat + ".kind");
-        const auto kind = nodeKind(k);
-        if (!kind) fail(nat + ".kind", "expected op, cond, while, map, scan or call, got '" +
-                                           oneLine(k, 40) + "'");
-        node.kind = *kind;
-      }
-      node.inputs = tensorList(nv, "inputs", nat + ".inputs");
-      node.outputs = tensorList(nv, "outputs", nat + ".outputs");
-      const json& subs = array(nv, "subgraphs", nat + ".subgraphs", kMaxGraphs, false);
-      node.subgraphs.reserve(subs.size());
-      for (std::size_t s = 0; s < subs.size(); ++s)
-        node.subgraphs.push_back(graphRef(subs[s], item(nat + ".subgraphs", s)));
-    }
+    array(v, "nodes", at + ".nodes", kMaxNodes, false);  // its elements were streamed
     bool explicit_parent = false;
     if (v.contains("parent")) {
       explicit_parent = true;
@@ -358,7 +561,30 @@ class Reader : public jsontext::Fields {
     }
   }
 
+  // References held until what they name is read.
+  struct TensorRefs {
+    TensorId tensor;
+    std::optional<json> alias_of, graph;
+  };
+  struct SubgraphRefs {
+    json subgraphs;
+    GraphId graph;
+    NodeId node;
+  };
+  struct HeldNode {
+    json node;
+    std::size_t graph, index;
+  };
+
   std::string_view text_;
+  Model m_;
+  bool header_checked_ = false;
+  bool tensors_done_ = false;
+  std::vector<json> held_tensors_;
+  std::vector<HeldNode> held_nodes_;
+  std::vector<std::vector<Node>> nodes_;  // per graph, as streamed
+  std::vector<TensorRefs> tensor_refs_;
+  std::vector<SubgraphRefs> subgraph_refs_;
   std::uint64_t version_ = 1;
   std::unordered_map<std::string, std::int64_t> tensor_names_;
   std::unordered_map<std::string, std::int64_t> graph_names_;

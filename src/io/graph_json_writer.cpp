@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "io/json_text.h"
+#include "io/text.h"
 #include "memplan/io.h"
 
 namespace memplan {
@@ -36,12 +38,16 @@ std::string_view aliasKindName(AliasKind k) {
   return "";
 }
 
-// Strings that are not valid UTF-8 cannot be JSON: bad bytes become U+FFFD.
+// Names are written with jsontext::textJson, so every string is valid
+// UTF-8; `replace` is only a guard.
 std::string dump(const ojson& v) {
   return v.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-// Reference by name when that name picks exactly one item.
+using jsontext::textJson;
+
+// Reference by name when that name picks exactly one item and is a JSON
+// string as it is (valid UTF-8); else by index.
 class Refs {
  public:
   template <typename Items>
@@ -49,7 +55,7 @@ class Refs {
     std::unordered_map<std::string_view, int> count;
     for (const auto& x : items) ++count[x.name];
     unique_.reserve(items.size());
-    for (const auto& x : items) unique_.push_back(!x.name.empty() && count[x.name] == 1);
+    for (const auto& x : items) unique_.push_back(!x.name.empty() && count[x.name] == 1 && isUtf8(x.name));
     for (const auto& x : items) names_.push_back(&x.name);
   }
   ojson operator()(std::int32_t i) const {
@@ -73,12 +79,12 @@ std::string writeGraphJson(const Model& m) {
   for (const Tensor& t : m.tensors) v2 |= !t.fqn.empty();
   std::string out = "{\n  \"format\": \"memplan-graph\",\n  \"version\": ";
   out += v2 ? "2" : "1";
-  out += ",\n  \"name\": " + dump(ojson(m.name));
+  out += ",\n  \"name\": " + dump(textJson(m.name));
   if (!m.methods.empty()) {
     out += ",\n  \"methods\": [";
     for (std::size_t i = 0; i < m.methods.size(); ++i) {
       ojson j;
-      j["name"] = m.methods[i].name;
+      j["name"] = textJson(m.methods[i].name);
       j["graph"] = gref(m.methods[i].graph);
       out += i ? ",\n    " : "\n    ";
       out += dump(j);
@@ -89,7 +95,7 @@ std::string writeGraphJson(const Model& m) {
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
     ojson j;
-    j["name"] = t.name;
+    j["name"] = textJson(t.name);
     if (!t.shape.empty()) j["shape"] = t.shape;
     if (t.dtype != DType::Unknown) j["dtype"] = dtypeName(t.dtype);
     j["nbytes"] = t.nbytes;
@@ -98,7 +104,7 @@ std::string writeGraphJson(const Model& m) {
     if (t.mem_id) j["mem_id"] = *t.mem_id;
     if (t.offset) j["offset"] = *t.offset;
     if (t.kind != TensorKind::Activation) j["kind"] = tensorKindName(t.kind);
-    if (!t.fqn.empty()) j["fqn"] = t.fqn;
+    if (!t.fqn.empty()) j["fqn"] = textJson(t.fqn);
     if (t.alias != AliasKind::None)
       j["alias"] = ojson{{"kind", aliasKindName(t.alias)}, {"of", tref(t.alias_of)}};
     if (t.dynamic_unbound) j["dynamic_unbound"] = true;
@@ -135,7 +141,7 @@ std::string writeGraphJson(const Model& m) {
   for (std::size_t g = 0; g < m.graphs.size(); ++g) {
     const Graph& graph = m.graphs[g];
     out += g ? ",\n    {\n" : "\n    {\n";
-    out += "      \"name\": " + dump(ojson(graph.name)) + ",\n";
+    out += "      \"name\": " + dump(textJson(graph.name)) + ",\n";
     if (g != 0 && std::pair(graph.parent, graph.parent_node) != derived[g]) {
       out += "      \"parent\": " +
              dump(graph.parent == kNone ? ojson(nullptr) : gref(graph.parent)) + ",\n";
@@ -148,8 +154,8 @@ std::string writeGraphJson(const Model& m) {
     for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
       const Node& node = graph.nodes[n];
       ojson j;
-      if (!node.name.empty()) j["name"] = node.name;
-      j["op"] = node.op;
+      if (!node.name.empty()) j["name"] = textJson(node.name);
+      j["op"] = textJson(node.op);
       if (node.kind != NodeKind::Op) j["kind"] = nodeKindName(node.kind);
       j["inputs"] = refs(node.inputs);
       j["outputs"] = refs(node.outputs);

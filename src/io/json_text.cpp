@@ -1,5 +1,6 @@
 #include "io/json_text.h"
 
+#include "io/text.h"
 #include "memplan/types.h"
 
 namespace memplan::jsontext {
@@ -109,6 +110,26 @@ std::string Fields::str(const Json& v, std::string_view at) const {
   return v.get<std::string>();
 }
 
+std::string Fields::text(const Json& v, std::string_view at) const {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_object())
+    fail(at, std::string("expected a string or {\"bytes\": \"...\"}, got ") + typeName(v));
+  knownKeys(v, at, {"bytes"});
+  const Json* bytes = find(v, "bytes");
+  if (!bytes) fail(at, "missing 'bytes'");
+  const std::string escaped = str(*bytes, member(at, "bytes"));
+  auto raw = unescapeBytes(escaped);
+  if (!raw)
+    fail(member(at, "bytes"), "'" + oneLine(escaped, 60) +
+                                  "': a backslash must start \\\\ or \\xNN (two hex digits)");
+  return std::move(*raw);
+}
+
+nlohmann::ordered_json textJson(std::string_view s) {
+  if (isUtf8(s)) return std::string(s);
+  return nlohmann::ordered_json{{"bytes", escapeBytes(s)}};
+}
+
 bool Fields::boolean(const Json& v, std::string_view at) const {
   if (!v.is_boolean()) fail(at, std::string("expected true or false, got ") + typeName(v));
   return v.get<bool>();
@@ -139,12 +160,27 @@ std::int64_t Fields::signedInt(const Json& v, std::string_view at, std::int64_t 
 }
 
 nlohmann::json parse(std::string_view text, const std::string& source, std::size_t max_depth) {
+  nlohmann::json out;
+  parseWith(text, source, max_depth, [&] { out = nlohmann::json::parse(text.begin(), text.end()); });
+  return out;
+}
+
+bool SaxErrors::parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+  // As the DOM parser does: the library's own exception, turned into an
+  // InputError by parseWith.
+  if (e.id >= 100 && e.id < 200) throw static_cast<const nlohmann::json::parse_error&>(e);
+  if (e.id >= 400 && e.id < 500) throw static_cast<const nlohmann::json::out_of_range&>(e);
+  throw static_cast<const nlohmann::json::other_error&>(e);
+}
+
+void parseWith(std::string_view text, const std::string& source, std::size_t max_depth,
+               const std::function<void()>& run) {
   std::size_t stop = 0;
   if (nestingDepth(text, max_depth, stop) > max_depth)
     throw InputError(source + ": byte " + std::to_string(stop) + ": JSON nested deeper than " +
                      std::to_string(max_depth) + " levels");
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    run();
   } catch (const nlohmann::json::parse_error& e) {
     // Position from the byte offset; the library's text after its own
     // "parse error at line L, column C: " prefix says what went wrong.

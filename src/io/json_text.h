@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -32,9 +33,25 @@ const char* typeName(const nlohmann::json& v);
 nlohmann::json parse(std::string_view text, const std::string& source,
                      std::size_t max_depth = kMaxDepth);
 
+// The same checks and messages around any parse of `text` that throws the
+// library's exceptions: `run` calls nlohmann::json::parse or sax_parse (a
+// SAX handler derives from SaxErrors for the errors).
+void parseWith(std::string_view text, const std::string& source, std::size_t max_depth,
+               const std::function<void()>& run);
+struct SaxErrors {
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& e);
+};
+
 // "base[i]" and "base.key": JSON paths for messages.
 std::string item(std::string_view base, std::size_t i);
 std::string member(std::string_view base, std::string_view key);
+
+// A string as memplan's JSON files write it: the string itself when it is
+// valid UTF-8, else {"bytes": "..."} holding its escapeBytes() form (io/text.h),
+// so that names read from model files, which are bytes, come back exactly.
+// Fields::text reads both.
+nlohmann::ordered_json textJson(std::string_view s);
 
 // Typed field access for one document. Every failure throws InputError
 // "SOURCE: PATH: what" (PATH left out when empty).
@@ -59,6 +76,8 @@ class Fields {
   const Json& object(const Json& v, std::string_view at) const;
   const Json& array(const Json& v, std::string_view at, std::size_t max_entries) const;
   std::string str(const Json& v, std::string_view at) const;
+  // A string, or {"bytes": "..."} (textJson): the bytes it stands for.
+  std::string text(const Json& v, std::string_view at) const;
   bool boolean(const Json& v, std::string_view at) const;
   std::uint64_t unsignedInt(const Json& v, std::string_view at, std::uint64_t max) const;
   std::int64_t signedInt(const Json& v, std::string_view at, std::int64_t min,

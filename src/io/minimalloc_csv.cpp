@@ -170,8 +170,10 @@ class Reader {
   }
 
  private:
-  static constexpr std::size_t kMaxRows = 0x7fffffff;  // BufferId is 32 bits
-  static constexpr std::uint64_t kMaxTime = 0x7fffffffffffffffULL;
+  static constexpr std::size_t kMaxRows = limits::kMaxSpecs;  // the memory budget (memplan/limits.h)
+  // Steps of a lifetime: memplan's limit (2^62), so that a step plus one
+  // and sums of steps never overflow further on.
+  static constexpr std::uint64_t kMaxTime = static_cast<std::uint64_t>(limits::kMaxTime);
 
   bool nextLine() {
     if (pos_ > text_.size()) return false;
@@ -301,6 +303,17 @@ class Reader {
   std::size_t width_ = 0;
 };
 
+// A cell a spreadsheet would evaluate (OWASP's CSV injection list: = + - @,
+// tab, carriage return first), unless it is a plain number such as "-1".
+bool looksLikeFormula(std::string_view cell) {
+  if (cell.empty() || std::string_view("=+-@\t\r").find(cell.front()) == std::string_view::npos)
+    return false;
+  const std::string_view digits = cell.substr(1);
+  const bool number = (cell.front() == '-' || cell.front() == '+') && !digits.empty() &&
+                      digits.find_first_not_of("0123456789") == std::string_view::npos;
+  return !number;
+}
+
 std::string gapText(const Gap& g) {
   std::string s = std::to_string(g.start) + "-" + std::to_string(g.end);
   if (g.window) s += "@" + std::to_string(g.window->first) + ":" + std::to_string(g.window->second);
@@ -341,10 +354,14 @@ std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>
     const std::string id = i < list.ids.size() ? list.ids[i]
                            : !b.name.empty()   ? b.name
                                                : std::to_string(i);
-    if (id.empty() || id.find_first_of(",\r\n") != std::string::npos ||
+    if (id.empty() || id.find_first_of(",\"\r\n") != std::string::npos ||
         trim(id).size() != id.size())
       throw InputError("buffer " + std::to_string(i) + ": id '" + shown(id) +
-                       "' cannot be written to CSV (empty, comma, line break or edge space)");
+                       "' cannot be written to CSV (empty, comma, quote, line break or edge space)");
+    if (looksLikeFormula(id))
+      throw InputError("buffer " + std::to_string(i) + ": id '" + shown(id) +
+                       "' cannot be written to CSV: it starts with '" + shown(id.substr(0, 1)) +
+                       "', and spreadsheets would run the cell as a formula");
     // The reader refuses duplicate ids: never write a file it cannot read.
     if (!written.insert(id).second)
       throw InputError("buffer " + std::to_string(i) + ": id '" + shown(id) +

@@ -1,10 +1,14 @@
 // Plan JSON writer and reader (format: docs/plan-format.md).
 //
-// An allocation is named by its spec's id: the integer id of an ExecuTorch
-// spec list case (spec names "id N"), else the tensor (or CSV buffer) name
-// when it is unique in the graph, else null plus the spec index. Writer and
-// reader compute ids with the same function, so `memplan verify` maps a
-// plan back onto the specs recomputed from the input, whatever their order.
+// An allocation of a model's plan is identified by its tensor (`tensor`, the
+// TensorId of the storage's base), with the tensor's name beside it for
+// people (`id`). Otherwise (spec lists, buffer lists, and plans of versions
+// 1 to 3) by its spec's id: the integer id of an ExecuTorch spec list case
+// (spec names "id N"), else the name when it is unique in the graph, else
+// null plus the spec index. Writer and reader compute ids with the same
+// function, so `memplan verify` maps a plan back onto the specs recomputed
+// from the input, whatever their order. Names are written byte-exactly
+// (jsontext::textJson): two names never collide in a plan file.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -16,6 +20,7 @@
 #include <variant>
 
 #include "io/json_text.h"
+#include "io/text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
 
@@ -59,11 +64,31 @@ std::vector<SpecKey> specKeys(const GraphSpecs& specs) {
 // Six decimals: enough for a ratio or a duration, short and stable.
 double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
+// Every string is written through textJson (valid UTF-8); `replace` is a guard.
 std::string dump(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+using jsontext::textJson;
+
+// Names as object keys (input shapes, dims): an object when every name is
+// valid UTF-8, else a list of {"name": ..., "value": ...} (a key cannot be
+// {"bytes": ...}).
+template <typename Map>
+ojson namedJson(const Map& map) {
+  bool plain = true;
+  for (const auto& entry : map) plain &= isUtf8(entry.first);
+  if (plain) {
+    ojson j = ojson::object();
+    for (const auto& [name, value] : map) j[name] = value;
+    return j;
+  }
+  ojson j = ojson::array();
+  for (const auto& [name, value] : map) j.push_back(ojson{{"name", textJson(name)}, {"value", value}});
+  return j;
+}
 
 ojson sourceJson(const SourceInfo& s) {
   ojson j;
-  j["name"] = s.name;
+  j["name"] = textJson(s.name);
   j["size"] = s.size;
   j["sha256"] = s.sha256;
   return j;
@@ -71,12 +96,8 @@ ojson sourceJson(const SourceInfo& s) {
 
 ojson importJson(const ImportOptions& o) {
   ojson j;
-  ojson shapes = ojson::object();
-  for (const auto& [name, shape] : o.input_shapes) shapes[name] = shape;
-  j["input_shapes"] = std::move(shapes);
-  ojson dims = ojson::object();
-  for (const auto& [name, value] : o.dims) dims[name] = value;
-  j["dims"] = std::move(dims);
+  j["input_shapes"] = namedJson(o.input_shapes);
+  j["dims"] = namedJson(o.dims);
   j["alias_views"] = o.alias_views;
   j["unknown_size_bytes"] = o.unknown_size_bytes;
   if (o.ignore_offline_plan) j["ignore_offline_plan"] = true;  // only when set: older files stay byte-identical
@@ -109,13 +130,19 @@ ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
   return j;
 }
 
-ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<SpecKey>& keys) {
+ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<SpecKey>& keys,
+                     bool by_tensor) {
   ojson j;
   const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
   const SpecKey key = known ? keys[a.spec] : SpecKey{};
-  if (const auto* i = std::get_if<std::int64_t>(&key)) j["id"] = *i;
-  else if (const auto* s = std::get_if<std::string>(&key)) j["id"] = *s;
-  else {
+  if (by_tensor && known && g.specs.specs[a.spec].tensor != kNone) {
+    j["id"] = textJson(g.specs.specs[a.spec].name);
+    j["tensor"] = g.specs.specs[a.spec].tensor;
+  } else if (const auto* i = std::get_if<std::int64_t>(&key)) {
+    j["id"] = *i;
+  } else if (const auto* s = std::get_if<std::string>(&key)) {
+    j["id"] = textJson(*s);
+  } else {
     j["id"] = nullptr;
     j["spec"] = a.spec;
   }
@@ -127,12 +154,12 @@ ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<
   return j;
 }
 
-void appendAllocations(std::string& out, const GraphPlan& g, const std::string& indent) {
+void appendAllocations(std::string& out, const GraphPlan& g, const std::string& indent, bool by_tensor) {
   const std::vector<SpecKey> keys = specKeys(g.specs);
   out += '[';
   for (std::size_t i = 0; i < g.allocations.size(); ++i) {
     out += i ? ",\n" : "\n";
-    out += indent + "  " + dump(allocationJson(g, g.allocations[i], keys));
+    out += indent + "  " + dump(allocationJson(g, g.allocations[i], keys, by_tensor));
   }
   out += g.allocations.empty() ? "]" : "\n" + indent + "]";
 }
@@ -141,7 +168,7 @@ ojson methodsJson(const Plan& plan) {
   ojson out = ojson::array();
   for (const MethodPlan& m : plan.methods) {
     ojson j;
-    j["name"] = m.name;
+    j["name"] = textJson(m.name);
     j["graph"] = m.graph;
     const bool known = m.graph >= 0 && static_cast<std::size_t>(m.graph) < plan.graphs.size();
     j["bufsizes"] = known ? ojson(plan.graphs[m.graph].bufsizes) : ojson::array();
@@ -158,7 +185,7 @@ ojson sharedStateJson(const Plan& plan) {
   j["mode"] = plan.options.share_mutable_buffers ? "executorch" : "memplan";
   ojson buffers = ojson::array();
   for (const StateSlot& s : slots)
-    buffers.push_back(ojson{{"fqn", s.fqn}, {"mem_id", s.mem_id}, {"mem_offset", s.offset}, {"size", s.size}});
+    buffers.push_back(ojson{{"fqn", textJson(s.fqn)}, {"mem_id", s.mem_id}, {"mem_offset", s.offset}, {"size", s.size}});
   j["buffers"] = std::move(buffers);
   return j;
 }
@@ -190,11 +217,11 @@ class Reader : public jsontext::Fields {
         format->get_ref<const std::string&>() != "memplan-plan")
       fail("format", "expected \"memplan-plan\"");
     const json* version = find(root, "version");
-    if (!version) fail("version", "missing (this memplan reads versions 1 to 3)");
+    if (!version) fail("version", "missing (this memplan reads versions 1 to 4)");
     if (!version->is_number_unsigned() || version->get<std::uint64_t>() < 1 ||
-        version->get<std::uint64_t>() > 3)
+        version->get<std::uint64_t>() > 4)
       fail("version",
-           oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 to 3)");
+           oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 to 4)");
     knownKeys(root, "", {"format", "version", "source", "import_options", "algorithm", "options",
                          "search", "planning_seconds", "methods", "shared_state", "bufsizes",
                          "allocations", "graphs"});
@@ -207,7 +234,7 @@ class Reader : public jsontext::Fields {
       object(*s, "source");
       knownKeys(*s, "source", {"name", "size", "sha256"});
       SourceInfo src;
-      src.name = str(require(*s, "source", "name"), "source.name");
+      src.name = text(require(*s, "source", "name"), "source.name");
       src.size = unsignedInt(require(*s, "source", "size"), "source.size", UINT64_MAX);
       src.sha256 = str(require(*s, "source", "sha256"), "source.sha256");
       if (!src.sha256.empty() && (src.sha256.size() != 64 ||
@@ -219,23 +246,20 @@ class Reader : public jsontext::Fields {
       object(*v, "import_options");
       knownKeys(*v, "import_options", {"input_shapes", "dims", "alias_views", "unknown_size_bytes",
                                                 "ignore_offline_plan"});
-      if (const json* shapes = find(*v, "input_shapes")) {
-        object(*shapes, "import_options.input_shapes");
-        for (const auto& [name, dims] : shapes->items()) {
-          const std::string at = "import_options.input_shapes." + oneLine(name, 60);
+      if (const json* shapes = find(*v, "input_shapes"))
+        named(*shapes, "import_options.input_shapes", [&](const std::string& name, const json& dims,
+                                                          const std::string& at) {
           array(dims, at, limits::kMaxRank);
           std::vector<std::int64_t> shape;
           for (std::size_t i = 0; i < dims.size(); ++i)
             shape.push_back(static_cast<std::int64_t>(unsignedInt(dims[i], item(at, i), kMaxBytes)));
           p.import_options.input_shapes[name] = std::move(shape);
-        }
-      }
-      if (const json* dims = find(*v, "dims")) {
-        object(*dims, "import_options.dims");
-        for (const auto& [name, value] : dims->items())
-          p.import_options.dims[name] = static_cast<std::int64_t>(
-              unsignedInt(value, "import_options.dims." + oneLine(name, 60), kMaxBytes));
-      }
+        });
+      if (const json* dims = find(*v, "dims"))
+        named(*dims, "import_options.dims", [&](const std::string& name, const json& value,
+                                                const std::string& at) {
+          p.import_options.dims[name] = static_cast<std::int64_t>(unsignedInt(value, at, kMaxBytes));
+        });
       if (const json* b = find(*v, "alias_views"))
         p.import_options.alias_views = boolean(*b, "import_options.alias_views");
       if (const json* b = find(*v, "unknown_size_bytes"))
@@ -368,6 +392,24 @@ class Reader : public jsontext::Fields {
   }
 
  private:
+  // An object of names (or, with names that are not UTF-8, a list of
+  // {"name": ..., "value": ...}): `each(name, value, path)` for every entry.
+  template <typename Each>
+  void named(const json& v, const std::string& at, Each each) const {
+    if (v.is_array()) {
+      array(v, at, limits::kMaxTensors);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string eat = item(at, i);
+        object(v[i], eat);
+        knownKeys(v[i], eat, {"name", "value"});
+        each(text(require(v[i], eat, "name"), eat + ".name"), require(v[i], eat, "value"), eat + ".value");
+      }
+      return;
+    }
+    object(v, at);
+    for (const auto& [name, value] : v.items()) each(name, value, at + "." + oneLine(name, 60));
+  }
+
   MemId memId(const json& v, const std::string& at) const {
     return static_cast<MemId>(unsignedInt(v, at, limits::kMaxMemId));
   }
@@ -435,15 +477,28 @@ class Reader : public jsontext::Fields {
         const json& a = (*list)[i];
         const std::string aat = item(lat, i);
         object(a, aat);
-        knownKeys(a, aat, {"id", "spec", "mem_id", "mem_obj_id", "mem_offset", "size", "lifetime"});
+        knownKeys(a, aat, {"id", "tensor", "spec", "mem_id", "mem_obj_id", "mem_offset", "size", "lifetime"});
         Allocation x;
         const json* id = find(a, "id");
-        if (!id) fail(aat, "missing 'id'");
-        if (id->is_string()) {
-          const auto it = by_name.find(id->get_ref<const std::string&>());
+        if (const json* tensor = find(a, "tensor")) {
+          // Version 4, a model's plan: the tensor identifies, the name must agree.
+          const std::uint64_t t = unsignedInt(*tensor, aat + ".tensor", limits::kMaxTensors);
+          const SpecId s = t < g.specs.tensor_spec.size() ? g.specs.tensor_spec[t] : kNone;
+          if (s == kNone || static_cast<std::uint64_t>(g.specs.specs[s].tensor) != t)
+            fail(aat + ".tensor", "tensor " + std::to_string(t) + " is no planned storage of graph " +
+                                      std::to_string(gi) + " of the input");
+          if (id && !id->is_null() && text(*id, aat + ".id") != g.specs.specs[s].name)
+            fail(aat + ".id", "tensor " + std::to_string(t) + " is '" + oneLine(g.specs.specs[s].name, 80) +
+                                  "' in the input, '" + oneLine(text(*id, aat + ".id"), 80) + "' here");
+          x.spec = s;
+        } else if (!id) {
+          fail(aat, "missing 'id'");
+        } else if (id->is_string() || id->is_object()) {
+          const std::string name = text(*id, aat + ".id");
+          const auto it = by_name.find(name);
           if (it == by_name.end())
-            fail(aat + ".id", "no tensor '" + oneLine(id->get_ref<const std::string&>(), 80) +
-                                  "' in graph " + std::to_string(gi) + " of the input");
+            fail(aat + ".id", "no tensor '" + oneLine(name, 80) + "' in graph " + std::to_string(gi) +
+                                  " of the input");
           x.spec = it->second;
         } else if (id->is_number_integer()) {
           const std::int64_t n = signedInt(*id, aat + ".id", INT64_MIN, INT64_MAX);
@@ -517,7 +572,7 @@ class Reader : public jsontext::Fields {
 }  // namespace
 
 std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
-  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 3,\n";
+  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 4,\n";
   out += "  \"source\": " + dump(sourceJson(plan.source)) + ",\n";
   out += "  \"import_options\": " + dump(importJson(plan.import_options)) + ",\n";
   out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
@@ -538,7 +593,7 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     // block of an ExecuTorch conformance case.
     out += "  \"bufsizes\": " + dump(ojson(plan.graphs[0].bufsizes)) + ",\n";
     out += "  \"allocations\": ";
-    appendAllocations(out, plan.graphs[0], "  ");
+    appendAllocations(out, plan.graphs[0], "  ", model != nullptr);
     out += ",\n";
   }
   out += "  \"graphs\": [";
@@ -547,7 +602,7 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     out += gi ? ",\n    {\n" : "\n    {\n";
     out += "      \"graph\": " + std::to_string(gi) + ",\n";
     const bool named = model && gi < model->graphs.size();
-    out += "      \"name\": " + dump(ojson(named ? model->graphs[gi].name : std::string())) + ",\n";
+    out += "      \"name\": " + dump(textJson(named ? model->graphs[gi].name : std::string())) + ",\n";
     out += "      \"steps\": " + std::to_string(g.specs.steps) + ",\n";
     out += "      \"bufsizes\": " + dump(ojson(g.bufsizes)) + ",\n";
     ojson devices = ojson::array();
@@ -580,7 +635,7 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     }
     out += g.pools.empty() ? "],\n" : "\n      ],\n";
     out += "      \"allocations\": ";
-    appendAllocations(out, g, "      ");
+    appendAllocations(out, g, "      ", model != nullptr);
     out += "\n    }";
   }
   out += plan.graphs.empty() ? "]\n}\n" : "\n  ]\n}\n";

@@ -1,6 +1,12 @@
 #include "io/text.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "memplan/types.h"
 
 namespace memplan {
 namespace {
@@ -32,6 +38,68 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
 }
 
 }  // namespace
+
+bool isUtf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8Length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string escapeBytes(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : utf8Length(s, i);
+    if (n > 0) {
+      if (c == '\\') out += '\\';
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  return out;
+}
+
+std::optional<std::string> unescapeBytes(std::string_view s) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out += s[i];
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '\\') {
+      out += '\\';
+      ++i;
+      continue;
+    }
+    if (i + 3 >= s.size() || s[i + 1] != 'x') return std::nullopt;
+    const int hi = hex(s[i + 2]), lo = hex(s[i + 3]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 3;
+  }
+  return out;
+}
 
 std::string printable(std::string_view s, std::size_t max) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -91,6 +159,26 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
     }
   }
   return best;
+}
+
+std::string formatBytes(Bytes bytes, bool exact) {
+  std::string text;
+  if (bytes < 1024) {
+    text = fmt::format("{} B", bytes);
+  } else {
+    // Pick the unit after rounding, so 1048575 B reads "1.0 MiB", not
+    // "1024.0 KiB".
+    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes) / 1024.0;
+    std::size_t unit = 0;
+    while (unit + 1 < std::size(kUnits) && std::round(value * 10.0) >= 1024.0 * 10.0) {
+      value /= 1024.0;
+      ++unit;
+    }
+    text = fmt::format("{:.1f} {}", value, kUnits[unit]);
+  }
+  if (exact && bytes >= 1024) text += fmt::format(" ({} B)", bytes);
+  return text;
 }
 
 }  // namespace memplan

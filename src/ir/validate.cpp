@@ -21,11 +21,27 @@ void validateModel(const Model& m) {
     throw InputError(fmt::format("{}: {}", m.name.empty() ? "model" : m.name, what));
   };
   if (m.graphs.empty()) fail("no graphs");
+  // memplan's limits (memplan/limits.h), the same for every importer: what
+  // is accepted here can be written as graph JSON and read back.
+  if (m.tensors.size() > limits::kMaxTensors)
+    fail(fmt::format("{} tensors, above the limit of {}", m.tensors.size(), limits::kMaxTensors));
+  if (m.graphs.size() > limits::kMaxGraphs)
+    fail(fmt::format("{} graphs, above the limit of {}", m.graphs.size(), limits::kMaxGraphs));
+  for (std::size_t g = 0; g < m.graphs.size(); ++g)
+    if (m.graphs[g].nodes.size() > limits::kMaxNodes)
+      fail(fmt::format("graph {} '{}': {} nodes, above the limit of {}", g, m.graphs[g].name,
+                       m.graphs[g].nodes.size(), limits::kMaxNodes));
   const auto num_tensors = static_cast<TensorId>(m.tensors.size());
   const auto num_graphs = static_cast<GraphId>(m.graphs.size());
 
   for (TensorId t = 0; t < num_tensors; ++t) {
     const Tensor& x = m.tensors[t];
+    if (x.shape.size() > limits::kMaxRank)
+      fail(fmt::format("{}: rank {} is above the limit of {}", tensorLabel(m, t), x.shape.size(),
+                       limits::kMaxRank));
+    for (std::int64_t d : x.shape)
+      if (d < -1 || (d > 0 && static_cast<std::uint64_t>(d) > kMaxBytes))
+        fail(fmt::format("{}: dimension {} is not in [-1, 2^62] (-1: unknown)", tensorLabel(m, t), d));
     if (x.graph < 0 || x.graph >= num_graphs)
       fail(fmt::format("{}: graph {} does not exist", tensorLabel(m, t), x.graph));
     if (x.nbytes > kMaxBytes)
@@ -80,12 +96,22 @@ void validateModel(const Model& m) {
                        tensorLabel(m, t), tensorLabel(m, base)));
   }
 
-  // Alias chains must end: walk each with a step bound.
-  for (TensorId t = 0; t < num_tensors; ++t) {
-    TensorId cur = t;
-    for (TensorId steps = 0; m.tensors[cur].alias_of != kNone; ++steps) {
-      if (steps > num_tensors) fail(fmt::format("{}: alias cycle", tensorLabel(m, t)));
-      cur = m.tensors[cur].alias_of;
+  // Alias chains must end. Each tensor is walked once: a walk stops at a
+  // tensor already known to reach a root, so 10^6 chained views are O(n).
+  {
+    enum : char { kUnseen, kOnPath, kEnds };
+    std::vector<char> state(m.tensors.size(), kUnseen);
+    std::vector<TensorId> path;
+    for (TensorId t = 0; t < num_tensors; ++t) {
+      path.clear();
+      TensorId cur = t;
+      while (cur != kNone && state[cur] == kUnseen) {
+        state[cur] = kOnPath;
+        path.push_back(cur);
+        cur = m.tensors[cur].alias_of;
+      }
+      if (cur != kNone && state[cur] == kOnPath) fail(fmt::format("{}: alias cycle", tensorLabel(m, cur)));
+      for (TensorId p : path) state[p] = kEnds;
     }
   }
 
@@ -134,6 +160,9 @@ void validateModel(const Model& m) {
     }
   }
 
+  constexpr std::int64_t kUnknownDepth = -1, kOnPath = -2;
+  std::vector<std::int64_t> depth(m.graphs.size(), kUnknownDepth);
+  std::vector<GraphId> path;
   for (GraphId g = 0; g < num_graphs; ++g) {
     const Graph& graph = m.graphs[g];
     const auto where = [&](const std::string& what) {
@@ -143,11 +172,24 @@ void validateModel(const Model& m) {
       where(g == 0 ? "the main graph cannot have a parent" : "a method's entry graph cannot have a parent");
     if (!entry[g] && (graph.parent < 0 || graph.parent >= num_graphs))
       where("subgraph without a valid parent graph");
-    // Ancestry must be acyclic and reach a root (an entry graph).
-    GraphId cur = g;
-    for (GraphId steps = 0; !entry[cur]; ++steps) {
-      cur = m.graphs[cur].parent;
-      if (steps > num_graphs || cur < 0 || cur >= num_graphs) where("subgraph nesting is cyclic");
+    // Ancestry must be acyclic and reach a root (an entry graph), at most
+    // kMaxControlFlowDepth bodies deep: every walk up from here on is short.
+    // Depths are remembered, so each graph is walked once.
+    {
+      path.clear();
+      GraphId cur = g;
+      while (!entry[cur] && depth[cur] == kUnknownDepth) {
+        depth[cur] = kOnPath;
+        path.push_back(cur);
+        cur = m.graphs[cur].parent;
+        if (cur < 0 || cur >= num_graphs || depth[cur] == kOnPath) where("subgraph nesting is cyclic");
+      }
+      const std::size_t base = entry[cur] ? 0 : static_cast<std::size_t>(depth[cur]);
+      for (std::size_t k = 0; k < path.size(); ++k)
+        depth[path[k]] = static_cast<std::int64_t>(base + path.size() - k);
+      if (!entry[g] && static_cast<std::size_t>(depth[g]) > limits::kMaxControlFlowDepth)
+        where(fmt::format("control-flow bodies nested {} deep, above the limit of {}", depth[g],
+                          limits::kMaxControlFlowDepth));
     }
     // A graph may reference tensors it owns or that an ancestor owns.
     const auto visible = [&](TensorId t) {

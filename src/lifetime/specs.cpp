@@ -1,5 +1,7 @@
 // Lifetimes and planning specs of one graph (see memplan/specs.h).
 #include <algorithm>
+#include <deque>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -10,35 +12,76 @@
 namespace memplan {
 namespace {
 
-// The tensor whose storage `t` uses: follows View and InPlace aliases.
-TensorId storageRoot(const Model& m, TensorId t) {
-  while (m.tensors[t].alias == AliasKind::View || m.tensors[t].alias == AliasKind::InPlace)
-    t = m.tensors[t].alias_of;
-  return t;
-}
+// Tensors owned by `g` that body `root`, or any body it runs, uses: each
+// once, in the order a depth-first walk (nodes in order: inputs, outputs,
+// then the node's bodies; the graph's outputs last) first meets them. Each
+// graph is walked once per root, however many nodes run it (bodies form a
+// DAG; a shared one is common), and without recursion (deep nesting).
+class BodyReads {
+ public:
+  BodyReads(const Model& m, GraphId g)
+      : m_(m), g_(g), memo_(m.graphs.size(), -1), seen_graph_(m.graphs.size(), 0),
+        seen_tensor_(m.tensors.size(), 0) {}
 
-// Tensors owned outside `g` that `g` or any body nested in it reads.
-void collectOuterReads(const Model& m, GraphId g, GraphId body_root, std::vector<TensorId>& out,
-                       std::vector<char>& visiting) {
-  if (visiting[g]) return;  // validateModel rejects recursion; stay safe anyway
-  visiting[g] = 1;
-  const auto outside = [&](TensorId t) {
-    for (GraphId a = m.tensors[t].graph; a != kNone; a = m.graphs[a].parent)
-      if (a == body_root) return false;
-    return true;
-  };
-  const Graph& graph = m.graphs[g];
-  for (const Node& node : graph.nodes) {
-    for (TensorId t : node.inputs)
-      if (outside(t)) out.push_back(t);
-    for (TensorId t : node.outputs)
-      if (outside(t)) out.push_back(t);
-    for (GraphId s : node.subgraphs) collectOuterReads(m, s, body_root, out, visiting);
+  const std::vector<TensorId>& of(GraphId root) {
+    if (memo_[root] >= 0) return lists_[static_cast<std::size_t>(memo_[root])];
+    memo_[root] = static_cast<std::int32_t>(lists_.size());
+    std::vector<TensorId>& out = lists_.emplace_back();
+    const auto take = [&](TensorId t) {
+      if (m_.tensors[t].graph != g_ || seen_tensor_[t]) return;
+      seen_tensor_[t] = 1;
+      out.push_back(t);
+    };
+    struct Frame {
+      GraphId graph;
+      std::size_t node = 0, sub = 0;  // next body of node `node` to walk
+    };
+    std::vector<Frame> stack;
+    std::vector<GraphId> visited;
+    const auto enter = [&](GraphId x) {
+      if (seen_graph_[x]) return;  // walked (or being walked) for this root
+      seen_graph_[x] = 1;
+      visited.push_back(x);
+      stack.push_back({x});
+      const Graph& graph = m_.graphs[x];
+      if (!graph.nodes.empty()) {
+        for (TensorId t : graph.nodes[0].inputs) take(t);
+        for (TensorId t : graph.nodes[0].outputs) take(t);
+      }
+    };
+    enter(root);
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const Graph& graph = m_.graphs[f.graph];
+      if (f.node == graph.nodes.size()) {
+        for (TensorId t : graph.outputs) take(t);
+        stack.pop_back();
+        continue;
+      }
+      const Node& node = graph.nodes[f.node];
+      if (f.sub < node.subgraphs.size()) {
+        enter(node.subgraphs[f.sub++]);  // may invalidate f
+        continue;
+      }
+      f.node++;
+      f.sub = 0;
+      if (f.node < graph.nodes.size()) {
+        for (TensorId t : graph.nodes[f.node].inputs) take(t);
+        for (TensorId t : graph.nodes[f.node].outputs) take(t);
+      }
+    }
+    for (GraphId x : visited) seen_graph_[x] = 0;
+    for (TensorId t : out) seen_tensor_[t] = 0;
+    return out;
   }
-  for (TensorId t : graph.outputs)
-    if (outside(t)) out.push_back(t);
-  visiting[g] = 0;
-}
+
+ private:
+  const Model& m_;
+  const GraphId g_;
+  std::vector<std::int32_t> memo_;             // by graph: index into lists_
+  std::deque<std::vector<TensorId>> lists_;  // stable: references are returned
+  std::vector<char> seen_graph_, seen_tensor_;
+};
 
 // Gaps of tensors (node windows) become the specs' gaps in steps, clipped
 // to the lifetime; a gap holding a step where the tensor is used is an
@@ -89,11 +132,29 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (TensorId t : graph.inputs) is_input[t] = 1;
   for (TensorId t : graph.outputs) is_output[t] = 1;
 
+  // The tensor whose storage `t` uses (View and InPlace aliases followed),
+  // with the walks remembered: every tensor of a walk learns its root, so a
+  // chain of n views costs O(n) in all, not O(n^2).
+  std::vector<TensorId> root_of(m.tensors.size(), kNone);
+  std::vector<TensorId> walk;
+  const auto rootOf = [&](TensorId t) {
+    walk.clear();
+    TensorId cur = t;
+    while (root_of[cur] == kNone &&
+           (m.tensors[cur].alias == AliasKind::View || m.tensors[cur].alias == AliasKind::InPlace)) {
+      walk.push_back(cur);
+      cur = m.tensors[cur].alias_of;
+    }
+    const TensorId root = root_of[cur] != kNone ? root_of[cur] : cur;
+    root_of[cur] = root;
+    for (TensorId w : walk) root_of[w] = root;
+    return root;
+  };
   // Spec of a tensor of this graph, created on first appearance.
   const auto specOf = [&](TensorId t) -> SpecId {
     if (m.tensors[t].graph != g) return kNone;  // outer-scope tensor
     if (result.tensor_spec[t] != kNone) return result.tensor_spec[t];
-    const TensorId root = storageRoot(m, t);
+    const TensorId root = rootOf(t);
     SpecId s = result.tensor_spec[root];
     if (s == kNone && m.tensors[root].graph == g) {
       s = static_cast<SpecId>(result.specs.size());
@@ -126,8 +187,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   };
 
   for (TimeValue i = 0; i < num_inputs; ++i) touch(graph.inputs[i], i);
-  std::vector<TensorId> outer;
-  std::vector<char> visiting(m.graphs.size(), 0);
+  std::optional<BodyReads> body_reads;  // made at the first control-flow node
   for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
     const Node& node = graph.nodes[n];
     const TimeValue i = nodeTime(graph, n);
@@ -135,9 +195,8 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     for (TensorId t : node.inputs) touch(t, i);
     // A control-flow node keeps alive everything its bodies read from here.
     for (GraphId s : node.subgraphs) {
-      outer.clear();
-      collectOuterReads(m, s, s, outer, visiting);
-      for (TensorId t : outer) touch(t, i);
+      if (!body_reads) body_reads.emplace(m, g);
+      for (TensorId t : body_reads->of(s)) touch(t, i);
     }
   }
   for (TensorId t : graph.outputs) touch(t, last_step);
@@ -147,7 +206,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (SpecId s = 0; s < static_cast<SpecId>(result.specs.size()); ++s) {
     const Tensor& root = m.tensors[result.specs[s].tensor];
     if (root.alias == AliasKind::ShareWith) {
-      const SpecId base = result.tensor_spec[storageRoot(m, root.alias_of)];
+      const SpecId base = result.tensor_spec[rootOf(root.alias_of)];
       if (base == kNone)
         throw InputError(fmt::format("{}: tensor '{}' shares the allocation of '{}', which is not "
                                      "used in the same graph",
@@ -220,17 +279,41 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   return result;
 }
 
-PlanOptions graphPlanOptions(const Model& model, GraphId g, const PlanOptions& root) {
+namespace {
+
+// What a body plans, given the kind of node that runs it.
+PlanOptions bodyOptions(const PlanOptions& root, NodeKind runner) {
   PlanOptions o = root;
+  o.alloc_graph_input = runner == NodeKind::Map || runner == NodeKind::Scan;
+  o.alloc_graph_output = true;
+  return o;
+}
+
+}  // namespace
+
+PlanOptions graphPlanOptions(const Model& model, GraphId g, const PlanOptions& root) {
   const Graph& graph = model.graphs.at(g);
-  if (graph.parent == kNone) return o;
+  if (graph.parent == kNone) return root;
   // The node that runs the body decides (the last one, when several share it).
   NodeKind kind = NodeKind::Call;
   for (const Node& n : model.graphs.at(graph.parent).nodes)
     if (std::find(n.subgraphs.begin(), n.subgraphs.end(), g) != n.subgraphs.end()) kind = n.kind;
-  o.alloc_graph_input = kind == NodeKind::Map || kind == NodeKind::Scan;
-  o.alloc_graph_output = true;
-  return o;
+  return bodyOptions(root, kind);
+}
+
+std::vector<PlanOptions> graphsPlanOptions(const Model& model, const PlanOptions& root) {
+  // The runner of each body: the last node of its parent that names it.
+  std::vector<NodeKind> runner(model.graphs.size(), NodeKind::Call);
+  for (GraphId p = 0; p < static_cast<GraphId>(model.graphs.size()); ++p)
+    for (const Node& n : model.graphs[p].nodes)
+      for (GraphId s : n.subgraphs)
+        if (s >= 0 && static_cast<std::size_t>(s) < model.graphs.size() && model.graphs[s].parent == p)
+          runner[s] = n.kind;
+  std::vector<PlanOptions> out;
+  out.reserve(model.graphs.size());
+  for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g)
+    out.push_back(model.graphs[g].parent == kNone ? root : bodyOptions(root, runner[g]));
+  return out;
 }
 
 }  // namespace memplan

@@ -22,12 +22,7 @@ namespace {
 
 using limits::kMaxMemId;
 
-std::string showBytes(Bytes b) {
-  constexpr Bytes kKiB = 1024, kMiB = kKiB * 1024;
-  if (b >= kMiB && b % kMiB == 0) return fmt::format("{} MiB", b / kMiB);
-  if (b >= kKiB && b % kKiB == 0) return fmt::format("{} KiB", b / kKiB);
-  return fmt::format("{} B", b);
-}
+std::string showBytes(Bytes b) { return formatBytes(b, true); }
 
 // Bytes a + b, saturating at kMaxBytes (only compared, never placed).
 Bytes satAdd(Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); }

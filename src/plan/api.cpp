@@ -2,6 +2,7 @@
 // plan; and the way back from a plan file to the input's specs.
 #include <algorithm>
 #include <chrono>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -49,18 +50,18 @@ Bytes naiveBytes(const Input& input, Bytes alignment) {
     total = checkedAdd(total, alignUp(size, std::max(align, alignment)).value_or(kMaxBytes))
                 .value_or(kMaxBytes);
   };
-  if (input.model)
-    for (const Tensor& t : input.model->tensors) add(t.nbytes, t.alignment);
-  if (input.spec_list)
-    for (const Spec& s : input.spec_list->specs.specs) add(s.nbytes, 1);
-  if (input.buffers)
-    for (const Buffer& b : input.buffers->problem.buffers) add(b.size, b.alignment);
+  if (const Model* m = input.model())
+    for (const Tensor& t : m->tensors) add(t.nbytes, t.alignment);
+  if (const SpecList* l = input.specList())
+    for (const Spec& s : l->specs.specs) add(s.nbytes, 1);
+  if (const BufferList* l = input.buffers())
+    for (const Buffer& b : l->problem.buffers) add(b.size, b.alignment);
   return total;
 }
 
 // The request with the input's defaults filled in, checked field by field.
 PlanRequest resolve(const Input& input, PlanRequest r) {
-  const SpecList* list = input.spec_list ? &*input.spec_list : nullptr;
+  const SpecList* list = input.specList();
   if (r.algorithm.empty()) r.algorithm = list ? list->algorithm : "auto";
   if (!findAlgorithmInfo(r.algorithm)) {
     std::string known;
@@ -69,13 +70,13 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
     requestError("algorithm", fmt::format("unknown algorithm '{}'{} (known: {})", printable(r.algorithm, 64),
                                           guess.empty() ? "" : "; did you mean " + guess + "?", known));
   }
-  if (!r.options.alignment) r.options.alignment = list ? list->alignment : input.buffers ? 1 : 16;
+  if (!r.options.alignment) r.options.alignment = list ? list->alignment : input.buffers() ? 1 : 16;
   // Any alignment works (offsets are multiples of it); powers of two are
   // merely usual.
   if (r.options.alignment > limits::kMaxAlignment)
     requestError("options.alignment",
                  fmt::format("{} is above the limit of 2^30", r.options.alignment));
-  if (!r.extra_padding && input.pte) r.extra_padding = pteDefaultExtraPadding(*input.pte);
+  if (!r.extra_padding && input.pte()) r.extra_padding = pteDefaultExtraPadding(*input.pte());
   if (!r.extra_padding) r.extra_padding = list ? list->extra_padding : 0;
   if (list && list->per_device) r.options.per_device = true;
   if (*r.extra_padding > limits::kMaxSize)
@@ -117,33 +118,35 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
 Plan skeleton(const Input& input, const PlanOptions& options) {
   Plan plan;
   plan.options = options;
-  if (input.model) {
-    const Model& m = *input.model;
+  if (const Model* model = input.model()) {
+    const Model& m = *model;
     for (const Method& method : m.methods) plan.methods.push_back({method.name, method.graph});
     plan.graphs.resize(m.graphs.size());
+    const std::vector<PlanOptions> graph_options = graphsPlanOptions(m, options);
     for (GraphId g = 0; g < static_cast<GraphId>(m.graphs.size()); ++g) {
       plan.graphs[g].graph = g;
       plan.graphs[g].parent = m.graphs[g].parent;
-      plan.graphs[g].specs = collectSpecs(m, g, graphPlanOptions(m, g, options));
+      plan.graphs[g].specs = collectSpecs(m, g, graph_options[g]);
     }
-  } else if (input.spec_list) {
+  } else if (const SpecList* list = input.specList()) {
     plan.graphs.resize(1);
-    plan.graphs[0].specs = input.spec_list->specs;
+    plan.graphs[0].specs = list->specs;
     for (Spec& s : plan.graphs[0].specs.specs) s.alignment = planningAlignment(options);
   } else {
     plan.graphs.resize(1);
-    plan.graphs[0].specs = specsFromBuffers(*input.buffers, options.alignment ? options.alignment : 1);
+    plan.graphs[0].specs = specsFromBuffers(*input.buffers(), options.alignment ? options.alignment : 1);
   }
   return plan;
 }
 
 // A MiniMalloc CSV solution (an offset column) of a CSV buffer list.
 Plan planFromCsvSolution(const Input& input, std::string_view text, const std::string& name) {
-  if (!input.buffers)
+  const BufferList* buffers = input.buffers();
+  if (!buffers)
     throw InputError(fmt::format("{}: a CSV solution can only be checked against a CSV buffer list", name));
   const BufferList solution = readMiniMallocCsv(text, name);
   if (solution.offsets.empty()) throw InputError(fmt::format("{}: no 'offset' column", name));
-  if (solution.ids != input.buffers->ids)
+  if (solution.ids != buffers->ids)
     throw InputError(fmt::format("{}: rows do not match {} (ids must be the same, in the same order)",
                                  name, input.source.name));
   Plan plan;
@@ -152,7 +155,7 @@ Plan planFromCsvSolution(const Input& input, std::string_view text, const std::s
   plan.source = input.source;
   plan.graphs.resize(1);
   GraphPlan& g = plan.graphs[0];
-  g.specs = specsFromBuffers(*input.buffers, 1);
+  g.specs = specsFromBuffers(*buffers, 1);
   Bytes height = 0;
   for (std::size_t i = 0; i < solution.offsets.size(); ++i) {
     if (!solution.offsets[i])
@@ -168,7 +171,7 @@ Plan planFromCsvSolution(const Input& input, std::string_view text, const std::s
   PoolInfo pool;
   pool.mem_id = 1;
   pool.size = height;
-  pool.lower_bound = lowerBound(input.buffers->problem);
+  pool.lower_bound = lowerBound(buffers->problem);
   pool.buffers = g.allocations.size();
   pool.algorithm = "file";
   g.pools.push_back(pool);
@@ -178,10 +181,10 @@ Plan planFromCsvSolution(const Input& input, std::string_view text, const std::s
 // A one-pool plan as MiniMalloc CSV rows with an offset column.
 std::string planCsv(const Plan& plan, const Input& input) {
   const GraphPlan& g = plan.main();
-  if (input.buffers) {
-    std::vector<Offset> offsets(input.buffers->problem.buffers.size(), 0);
+  if (const BufferList* buffers = input.buffers()) {
+    std::vector<Offset> offsets(buffers->problem.buffers.size(), 0);
     for (const Allocation& a : g.allocations) offsets.at(a.spec) = a.offset;
-    return writeMiniMallocCsv(*input.buffers, offsets);
+    return writeMiniMallocCsv(*buffers, offsets);
   }
   std::size_t pools = 0;
   for (Bytes b : g.bufsizes) pools += b > 0;
@@ -205,6 +208,11 @@ std::string planCsv(const Plan& plan, const Input& input) {
   return writeMiniMallocCsv(list, offsets);
 }
 
+// A plan file that is a CSV solution (an offset column), not plan JSON.
+bool isCsvSolution(const std::string& name, std::string_view text) {
+  return detectInputFormat(name, text).name == "csv";
+}
+
 bool isCsvName(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -215,39 +223,47 @@ bool isCsvName(const std::filesystem::path& path) {
 
 Input Input::fromModel(Model model) {
   Input in;
-  in.kind = InputKind::GraphJson;
-  in.model = std::move(model);
+  in.format = findInputFormat("graph_json");
+  in.content = std::move(model);
   return in;
 }
 
 Input Input::fromSpecList(SpecList list) {
   Input in;
-  in.kind = InputKind::SpecList;
-  in.spec_list = std::move(list);
+  in.format = findInputFormat("spec_list");
+  in.content = std::move(list);
   return in;
 }
 
 Input Input::fromBuffers(BufferList list) {
   Input in;
-  in.kind = InputKind::Csv;
-  in.buffers = std::move(list);
+  in.format = findInputFormat("csv");
+  in.content = std::move(list);
   return in;
 }
 
+const Model* Input::model() const {
+  if (const auto* m = std::get_if<Model>(&content)) return m;
+  if (const PteProgram* p = pte()) return &p->model;
+  return nullptr;
+}
+
+const SpecList* Input::specList() const { return std::get_if<SpecList>(&content); }
+const BufferList* Input::buffers() const { return std::get_if<BufferList>(&content); }
+
+const PteProgram* Input::pte() const {
+  const auto* p = std::get_if<std::shared_ptr<const PteProgram>>(&content);
+  return p ? p->get() : nullptr;
+}
+
 Input readInput(std::string_view bytes, const std::string& name, const ImportOptions& options) {
+  const InputFormat& format = detectInputFormat(name, bytes);
+  if (!format.read) throw InputError(fmt::format("{}: {}", name, format.refusal));
+  checkImportOptions(format, options, name);
   Input in;
-  in.kind = detectInputKind(name, bytes);
-  switch (in.kind) {
-    case InputKind::GraphJson: in.model = readGraphJson(bytes, name); break;
-    case InputKind::SpecList: in.spec_list = readSpecListJson(bytes, name); break;
-    case InputKind::Csv: in.buffers = readMiniMallocCsv(bytes, name); break;
-    case InputKind::Onnx: in.model = importOnnx(bytes, name, options); break;
-    case InputKind::Tflite: in.model = importTflite(bytes, name, options); break;
-    case InputKind::Pte:  // methods as the model's graphs; memory ids kept
-      in.pte = std::make_shared<const PteProgram>(readPte(std::string(bytes), name));
-      in.model = in.pte->model;
-      break;
-  }
+  in.format = &format;
+  in.content = format.read(bytes, name, options);
+  if (format.tflite_micro) in.bytes = std::make_shared<const std::string>(bytes);
   in.source.name = name;
   in.source.size = bytes.size();
   in.source.sha256 = sha256Hex(bytes);
@@ -263,14 +279,14 @@ Plan plan(const Input& input, const PlanRequest& asked) {
   const auto started = std::chrono::steady_clock::now();
   const PlanRequest r = resolve(input, asked);
   Plan out;
-  if (input.pte) {
-    out = planPte(*input.pte, r);
-  } else if (input.model) {
-    out = planModelWithPins(*input.model, r);  // pins checked; overlaps when allowed
+  if (const PteProgram* program = input.pte()) {
+    out = planPte(*program, r);
+  } else if (const Model* model = input.model()) {
+    out = planModelWithPins(*model, r);  // pins checked; overlaps when allowed
   } else {
     GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
-    const std::vector<Bytes> reserved =
-        input.spec_list ? input.spec_list->input_mem_buffer_sizes : std::vector<Bytes>{};
+    const SpecList* list = input.specList();
+    const std::vector<Bytes> reserved = list ? list->input_mem_buffer_sizes : std::vector<Bytes>{};
     recordRequest(out, r);
     out.graphs.push_back(planSpecs(std::move(specs), r, reserved));
     GraphPlan& g = out.graphs[0];
@@ -287,20 +303,20 @@ Plan plan(const Input& input, const PlanRequest& asked) {
 }
 
 VerifyResult verify(const Input& input, const Plan& plan) {
-  const std::size_t graphs = input.model ? input.model->graphs.size() : 1;
+  const std::size_t graphs = input.model() ? input.model()->graphs.size() : 1;
   if (plan.graphs.size() != graphs) {
     VerifyResult r;
     r.violations.push_back({0, fmt::format("the plan has {} graphs, the input {}",
                                            plan.graphs.size(), graphs)});
     return r;
   }
-  return input.pte ? verifyPte(*input.pte, plan) : verifyPlan(plan);
+  return input.pte() ? verifyPte(*input.pte(), plan) : verifyPlan(plan);
 }
 
 ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
-  if (input.pte) return replayPte(*input.pte, plan, options);
-  return input.model ? replayPlan(*input.model, plan, options)
-                     : replaySpecs(plan.main(), plan.options, options);
+  if (const PteProgram* program = input.pte()) return replayPte(*program, plan, options);
+  return input.model() ? replayPlan(*input.model(), plan, options)
+                       : replaySpecs(plan.main(), plan.options, options);
 }
 
 void checkSameSource(const SourceInfo& recorded, const Input& input, const std::string& plan_name) {
@@ -313,7 +329,7 @@ void checkSameSource(const SourceInfo& recorded, const Input& input, const std::
 }
 
 Plan readPlan(std::string_view text, const std::string& name, const Input& input) {
-  if (detectInputKind(name, text) == InputKind::Csv) return planFromCsvSolution(input, text, name);
+  if (isCsvSolution(name, text)) return planFromCsvSolution(input, text, name);
   const PlanProvenance made = readPlanProvenance(text, name);
   Plan plan = readPlanJson(text, name, skeleton(input, made.request.options));
   return plan;
@@ -323,11 +339,23 @@ Plan readPlan(const std::filesystem::path& path, const Input& input) {
   return readPlan(readFile(path), path.string(), input);
 }
 
+ImportOptions planImportOptions(std::string_view text, const std::string& name) {
+  if (isCsvSolution(name, text)) return {};
+  return readPlanProvenance(text, name).import_options;
+}
+
+Plan readPlanFor(const Input& input, std::string_view text, const std::string& name, bool force) {
+  if (!force && !isCsvSolution(name, text))
+    if (const std::optional<SourceInfo> source = readPlanProvenance(text, name).source)
+      checkSameSource(*source, input, name);
+  return readPlan(text, name, input);
+}
+
 std::string writePlan(const Plan& plan, const Input& input, const WritePlanOptions& options) {
   if (options.format == PlanFormat::Csv) return planCsv(plan, input);
   PlanJsonOptions json;
   json.include_timing = options.include_timing;
-  return writePlanJson(plan, input.modelOrNull(), json);
+  return writePlanJson(plan, input.model(), json);
 }
 
 void writePlan(const std::filesystem::path& path, const Plan& plan, const Input& input,

@@ -15,16 +15,18 @@
 //     other tensors around exactly the bytes the group holds at each step.
 //  4. After planning, obstacles are dropped and the group's specs get their
 //     pins back.
-// Graphs are planned as planModel plans them: control-flow bodies first,
-// their arenas the reserved prefix of the parent's pools.
+// The walker (walk.h) plans methods, bodies and shared state as planModel
+// does; this file supplies the step for one graph.
 #include "memplan/pinned.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <numeric>
 
 #include <fmt/format.h>
+
+#include "partition/partition.h"
+#include "plan/walk.h"
 
 namespace memplan {
 namespace {
@@ -36,17 +38,6 @@ struct Pin {
   TimeValue first = 0, last = 0; // closed lifetime
 };
 
-SpecId chainRoot(const GraphSpecs& specs, SpecId s) {
-  for (std::size_t steps = 0; steps <= specs.specs.size(); ++steps) {
-    const SpecId b = specs.specs[s].inplace_base;
-    if (b == kNone || b < 0 || static_cast<std::size_t>(b) >= specs.specs.size() ||
-        !specs.specs[b].planned)
-      break;
-    s = b;
-  }
-  return s;
-}
-
 std::string show(const GraphSpecs& specs, const Pin& p) {
   return fmt::format("'{}' (bytes [{}, {}), steps [{}, {}])", specs.specs[p.specs.front()].name,
                      p.begin, p.end, p.first, p.last);
@@ -56,6 +47,7 @@ std::string show(const GraphSpecs& specs, const Pin& p) {
 std::vector<Pin> pinsOf(const Model& m, const GraphSpecs& specs) {
   std::map<std::pair<SpecId, Offset>, std::size_t> by_root;  // (chain root, pin) -> pin
   std::vector<Pin> pins;
+  const std::vector<SpecId> roots = partition::prepareSpecs(specs).root;  // kNone: shared
   for (const Spec& s : specs.specs) {
     if (!s.planned || !s.offset) continue;
     const Bytes align = std::max<Bytes>(s.alignment, 1);
@@ -69,7 +61,7 @@ std::vector<Pin> pinsOf(const Model& m, const GraphSpecs& specs) {
       throw InputError(fmt::format("{}: tensor '{}' pinned at offset {} overflows", m.name, s.name,
                                    *s.offset));
     if (*size == 0) continue;
-    const SpecId root = chainRoot(specs, s.id);
+    const SpecId root = roots[s.id] != kNone ? roots[s.id] : s.id;
     const auto key = std::pair(root, *s.offset);
     auto it = by_root.find(key);
     if (it == by_root.end()) {
@@ -253,51 +245,28 @@ std::vector<bool> graphsWithPins(const Model& m) {
   return out;
 }
 
-class Planner {
- public:
-  Planner(const Model& model, const PlanRequest& request, Plan& plan)
-      : model_(model), request_(request), plan_(plan) {}
-
-  std::vector<Bytes> planGraph(GraphId g, int depth) {
-    if (depth > 64) throw InputError(fmt::format("{}: control flow nested deeper than 64", model_.name));
-    const Graph& graph = model_.graphs[g];
-    std::vector<Bytes> reserved;
-    for (const Node& node : graph.nodes)
-      for (GraphId s : node.subgraphs) {
-        const std::vector<Bytes> sizes = planGraph(s, depth + 1);
-        if (reserved.size() < sizes.size()) reserved.resize(sizes.size(), 0);
-        for (std::size_t i = 0; i < sizes.size(); ++i) reserved[i] = std::max(reserved[i], sizes[i]);
-      }
-    const PlanOptions options = graphPlanOptions(model_, g, request_.options);
-    GraphSpecs specs = collectSpecs(model_, g, options);
-    const std::vector<Pin> pins = pinsOf(model_, specs);
-    PlanRequest request = request_;
-    request.options = options;
-    GraphPlan result = planAroundOverlaps(std::move(specs), pins, overlapGroups(pins), request, reserved);
-    result.graph = g;
-    result.parent = graph.parent;
-    if (result.bufsizes.size() < reserved.size()) result.bufsizes.resize(reserved.size(), 0);
-    for (std::size_t m = 1; m < reserved.size(); ++m)
-      result.bufsizes[m] = std::max(result.bufsizes[m], reserved[m]);
-    if (result.pool_devices.size() != result.bufsizes.size())
-      result.pool_devices.assign(result.bufsizes.size(), Device{});
-    plan_.graphs[g] = std::move(result);
-    return plan_.graphs[g].bufsizes;
-  }
-
- private:
-  const Model& model_;
-  const PlanRequest& request_;
-  Plan& plan_;
-};
+// The walker's step: a graph without overlapping pins is planned as
+// planModel plans it; one with them, around their obstacles.
+GraphPlan planGraphAroundPins(const Model& model, GraphId g, const PlanRequest& request,
+                              const std::vector<Bytes>& reserved) {
+  GraphSpecs specs = collectSpecs(model, g, request.options);
+  const std::vector<Pin> pins = pinsOf(model, specs);
+  const std::vector<std::vector<std::size_t>> groups = overlapGroups(pins);
+  if (groups.empty()) return planSpecs(std::move(specs), request, reserved);
+  if (request.options.per_device)
+    throw InputError(fmt::format("{}: overlapping pinned tensors cannot be planned per device",
+                                 model.name));
+  return planAroundOverlaps(std::move(specs), pins, groups, request, reserved);
+}
 
 }  // namespace
 
 void checkPins(const Model& model, const PlanOptions& options) {
   const std::vector<bool> pinned = graphsWithPins(model);
+  const std::vector<PlanOptions> graph_options = graphsPlanOptions(model, options);
   for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) {
     if (!pinned[g]) continue;
-    const GraphSpecs specs = collectSpecs(model, g, graphPlanOptions(model, g, options));
+    const GraphSpecs specs = collectSpecs(model, g, graph_options[g]);
     const std::vector<Pin> pins = pinsOf(model, specs);
     if (options.allow_pinned_overlap) continue;
     if (const auto pair = firstOverlap(pins))
@@ -312,26 +281,10 @@ Plan planModelWithPins(const Model& model, const PlanRequest& request) {
   validateModel(model);
   checkPins(model, request.options);
   if (!request.options.allow_pinned_overlap) return planModel(model, request);
-  // Only graphs with overlapping pins need the obstacle treatment.
-  const std::vector<bool> pinned = graphsWithPins(model);
-  bool overlaps = false;
-  for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()) && !overlaps; ++g)
-    if (pinned[g])
-      overlaps = !overlapGroups(pinsOf(model, collectSpecs(model, g, graphPlanOptions(model, g, request.options))))
-                      .empty();
-  if (!overlaps) return planModel(model, request);
-  if (request.options.per_device)
-    throw InputError(fmt::format("{}: overlapping pinned tensors cannot be planned per device",
-                                 model.name));
-  const auto started = std::chrono::steady_clock::now();
-  Plan plan;
-  recordRequest(plan, request);
-  plan.graphs.resize(model.graphs.size());
-  for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
-  Planner(model, request, plan).planGraph(0, 0);
-  plan.planning_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return plan;
+  const walk::GraphStep step = [&](GraphId g, const PlanRequest& r, const std::vector<Bytes>& reserved) {
+    return planGraphAroundPins(model, g, r, reserved);
+  };
+  return walk::planModelWith(model, request, step);
 }
 
 }  // namespace memplan

@@ -1,15 +1,17 @@
-// Planning a whole model: each method's graphs, then the state the methods
-// share (see memplan/plan.h).
+// Planning a whole model: the one walker over methods and bodies (walk.h),
+// the state the methods share, and planModel's step (see memplan/plan.h).
 //
 // 1. Methods in order (a model without methods is one). Bodies of a graph's
 //    control-flow nodes are planned first, recursively: cond/while/call
 //    bodies with their inputs unplanned (they are the parent's tensors),
-//    map/scan bodies with their inputs planned, outputs always planned. The
-//    element-wise max of the bodies' bufsizes is reserved as a prefix of
-//    each of the parent's pools.
-// 2. The graph's own specs go through planSpecs: all together (pools by
-//    preset mem_id, default 1, all on CPU:0 whatever the tensors' devices,
-//    as ExecuTorch does) or, with per_device, one partition per device.
+//    map/scan bodies with their inputs planned, outputs always planned. A
+//    body run by several nodes is planned once (bodies form a DAG; its plan
+//    does not depend on the caller). The element-wise max of the bodies'
+//    bufsizes is reserved as a prefix of each of the caller's pools.
+// 2. The graph's own specs go through the planner's step; planModel's is
+//    planSpecs: all together (pools by preset mem_id, default 1, all on
+//    CPU:0 whatever the tensors' devices, as ExecuTorch does) or, with
+//    per_device, one partition per device.
 // 3. Shared state (sharesState): after each method, ExecuTorch's checks when
 //    asked for its share_mutable_buffers; after all methods, one placement
 //    per fqn (partition/shared_state.cpp) appended to every method's pools:
@@ -23,53 +25,13 @@
 
 #include "memplan/plan.h"
 #include "partition/partition.h"
+#include "plan/walk.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
 
 constexpr std::string_view kShareField = "PlanRequest.options.share_mutable_buffers";
-
-class ModelPlanner {
- public:
-  ModelPlanner(const Model& model, const PlanRequest& request, Plan& plan)
-      : model_(model), request_(request), plan_(plan) {}
-
-  std::vector<Bytes> planGraph(GraphId g, int depth) {
-    if (depth > 64) throw InputError(fmt::format("{}: control flow nested deeper than 64", model_.name));
-    const Graph& graph = model_.graphs[g];
-    std::vector<Bytes> reserved;
-    for (const Node& node : graph.nodes) {
-      for (GraphId s : node.subgraphs) {
-        const std::vector<Bytes> sizes = planGraph(s, depth + 1);
-        if (reserved.size() < sizes.size()) reserved.resize(sizes.size(), 0);
-        for (std::size_t i = 0; i < sizes.size(); ++i) reserved[i] = std::max(reserved[i], sizes[i]);
-      }
-    }
-    const PlanOptions options = graphPlanOptions(model_, g, request_.options);
-    PlanRequest request = request_;
-    request.options = options;
-    GraphPlan result = planSpecs(collectSpecs(model_, g, options), request, reserved);
-    result.graph = g;
-    result.parent = graph.parent;
-    // ExecuTorch's greedy sizes only the pools it uses, dropping the bodies'
-    // reservation in the others; a pool must always hold its bodies' arena.
-    if (result.bufsizes.size() < reserved.size()) result.bufsizes.resize(reserved.size(), 0);
-    for (std::size_t m = 1; m < reserved.size(); ++m)
-      result.bufsizes[m] = std::max(result.bufsizes[m], reserved[m]);
-    result.pool_devices.resize(result.bufsizes.size(), Device{});
-    plan_.graphs[g] = std::move(result);
-    return plan_.graphs[g].bufsizes;
-  }
-
- private:
-  const Model& model_;
-  const PlanRequest& request_;
-  Plan& plan_;
-};
-
-std::string methodLabel(const Method& m) {
-  return m.name.empty() ? std::string("the model") : fmt::format("method '{}'", m.name);
-}
 
 // ExecuTorch's checks on one method before it shares state
 // (memory_planning_pass.py: _check_default_mem_ids, then the state's own).
@@ -82,14 +44,14 @@ void checkExecutorchSharing(const GraphPlan& g, const Method& method) {
           "{}: {}: '{}' is in pool {}; ExecuTorch shares mutable buffers only when every other "
           "tensor is in pool 1 (\"Cannot share mutable buffers if all other tensors are not on "
           "the default mem_id of 1\")",
-          kShareField, methodLabel(method), s.name, *mem_id));
+          kShareField, methodLabel(method.name), s.name, *mem_id));
   }
   for (const Spec& s : g.specs.specs)
     if (s.shared && (s.mem_id || s.offset))
       throw InputError(fmt::format(
           "{}: {}: state '{}' (tensor '{}') has a preset {}; ExecuTorch refuses to share it "
           "(\"Cannot share mutable buffers if they already have a mem_id or mem_offset assigned\")",
-          kShareField, methodLabel(method), s.fqn, s.name,
+          kShareField, methodLabel(method.name), s.fqn, s.name,
           s.mem_id ? fmt::format("pool (mem_id {})", *s.mem_id) : fmt::format("offset {}", *s.offset)));
 }
 
@@ -115,7 +77,7 @@ void placeSharedState(Plan& plan, const std::vector<Method>& methods, const Plan
       throw InputError(fmt::format(
           "{}: {} has pools {}; ExecuTorch shares mutable state only with the default pools "
           "[0, activations] (\"Cannot share mutable state if not using default memory ids\")",
-          kShareField, methodLabel(m), listText(g.bufsizes)));
+          kShareField, methodLabel(m.name), listText(g.bufsizes)));
     base = std::max(base, g.bufsizes.size());
   }
   if (layout.pool_sizes.empty()) return;  // memplan: no state, no pool
@@ -155,10 +117,77 @@ void placeSharedState(Plan& plan, const std::vector<Method>& methods, const Plan
   }
 }
 
+// Bodies before callers, each once; reservations; options per graph.
+class Walker {
+ public:
+  Walker(const Model& model, const PlanRequest& request, const walk::GraphStep& step, Plan& plan)
+      : model_(model), request_(request), step_(step), plan_(plan),
+        options_(graphsPlanOptions(model, request.options)), done_(model.graphs.size(), 0) {}
+
+  const std::vector<Bytes>& planGraph(GraphId g, std::size_t depth) {
+    if (depth > limits::kMaxControlFlowDepth)
+      throw InputError(fmt::format("{}: control flow nested deeper than {}", model_.name,
+                                   limits::kMaxControlFlowDepth));
+    if (done_[g]) return plan_.graphs[g].bufsizes;
+    const Graph& graph = model_.graphs[g];
+    std::vector<Bytes> reserved;
+    for (const Node& node : graph.nodes) {
+      for (GraphId s : node.subgraphs) {
+        const std::vector<Bytes>& sizes = planGraph(s, depth + 1);
+        if (reserved.size() < sizes.size()) reserved.resize(sizes.size(), 0);
+        for (std::size_t i = 0; i < sizes.size(); ++i) reserved[i] = std::max(reserved[i], sizes[i]);
+      }
+    }
+    PlanRequest request = request_;
+    request.options = options_[g];
+    GraphPlan result = step_(g, request, reserved);
+    result.graph = g;
+    result.parent = graph.parent;
+    // ExecuTorch's greedy sizes only the pools it uses, dropping the bodies'
+    // reservation in the others; a pool must always hold its bodies' arena.
+    if (result.bufsizes.size() < reserved.size()) result.bufsizes.resize(reserved.size(), 0);
+    for (std::size_t m = 1; m < reserved.size(); ++m)
+      result.bufsizes[m] = std::max(result.bufsizes[m], reserved[m]);
+    result.pool_devices.resize(result.bufsizes.size(), Device{});
+    plan_.graphs[g] = std::move(result);
+    done_[g] = 1;
+    return plan_.graphs[g].bufsizes;
+  }
+
+ private:
+  const Model& model_;
+  const PlanRequest& request_;
+  const walk::GraphStep& step_;
+  Plan& plan_;
+  const std::vector<PlanOptions> options_;  // by graph
+  std::vector<char> done_;                  // by graph: planned
+};
+
 }  // namespace
 
-Plan planModel(const Model& model, const PlanRequest& asked) {
+namespace walk {
+
+Plan planWalk(const Model& model, const PlanRequest& request, const Walk& walk, const GraphStep& step) {
   const auto started = std::chrono::steady_clock::now();
+  Plan plan;
+  recordRequest(plan, request);
+  plan.graphs.resize(model.graphs.size());
+  for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
+  for (const Method& m : model.methods) plan.methods.push_back({m.name, m.graph});
+
+  const bool state = walk.place_shared_state && sharesState(model, request.options);
+  Walker walker(model, request, step, plan);
+  for (const Method& m : walk.entries) {
+    walker.planGraph(m.graph, 0);
+    if (state && request.options.share_mutable_buffers) checkExecutorchSharing(plan.graphs[m.graph], m);
+  }
+  if (state) placeSharedState(plan, walk.entries, request);
+  plan.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return plan;
+}
+
+Plan planModelWith(const Model& model, const PlanRequest& asked, const GraphStep& step) {
   validateModel(model);
   PlanRequest request = asked;
   if (request.algorithm.empty()) request.algorithm = "auto";
@@ -170,23 +199,16 @@ Plan planModel(const Model& model, const PlanRequest& asked) {
                                  "share_mutable_buffers is only meaningful when "
                                  "alloc_mutable_buffers is True)",
                                  kShareField));
-  Plan plan;
-  recordRequest(plan, request);
-  plan.graphs.resize(model.graphs.size());
-  for (GraphId g = 0; g < static_cast<GraphId>(model.graphs.size()); ++g) plan.graphs[g].graph = g;
-  for (const Method& m : model.methods) plan.methods.push_back({m.name, m.graph});
+  return planWalk(model, request, {model.entryPoints(), true}, step);
+}
 
-  const std::vector<Method> methods = model.entryPoints();
-  const bool state = sharesState(model, request.options);
-  ModelPlanner planner(model, request, plan);
-  for (const Method& m : methods) {
-    planner.planGraph(m.graph, 0);
-    if (state && request.options.share_mutable_buffers) checkExecutorchSharing(plan.graphs[m.graph], m);
-  }
-  if (state) placeSharedState(plan, methods, request);
-  plan.planning_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return plan;
+}  // namespace walk
+
+Plan planModel(const Model& model, const PlanRequest& request) {
+  const walk::GraphStep step = [&](GraphId g, const PlanRequest& r, const std::vector<Bytes>& reserved) {
+    return planSpecs(collectSpecs(model, g, r.options), r, reserved);
+  };
+  return walk::planModelWith(model, request, step);
 }
 
 }  // namespace memplan

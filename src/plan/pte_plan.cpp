@@ -1,6 +1,7 @@
 // Planning an ExecuTorch program again (see memplan/pte.h).
 //
-// Per method:
+// Per method (each an entry graph of the walker, walk.h; a program has no
+// bodies and pins its shared state):
 //  1. Specs from the method's graph; every tensor keeps its memory id (a
 //     preset pool); state shared with another method is pinned at its
 //     offset. An algorithm that places every tensor itself (ExecuTorch's)
@@ -14,21 +15,16 @@
 //     to offset 0 (when their file offset does not fit), so a pool holds at
 //     least the largest of them.
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "memplan/pte.h"
+#include "plan/walk.h"
 
 namespace memplan {
 namespace {
-
-std::string methodLabel(const PteProgram& p, GraphId g) {
-  const std::string& name = p.methods[static_cast<std::size_t>(g)].name;
-  return name.empty() ? fmt::format("method {}", g) : fmt::format("method '{}'", name);
-}
 
 // Which pools of the file's placement are safe: each pool's specs and
 // allocations, on their own, through the verifier (O(n log n) in all).
@@ -185,25 +181,32 @@ Plan planPte(const PteProgram& p, const PlanRequest& request) {
   const AlgorithmInfo* info = findAlgorithmInfo(request.algorithm.empty() ? "auto" : request.algorithm);
   if (!info) throw InputError(fmt::format("unknown algorithm '{}'", request.algorithm));
   const PlanOptions& o = request.options;
-  if (!o.alloc_graph_input || !o.alloc_graph_output || !o.alloc_mutable_buffers)
-    throw InputError(fmt::format("{}: which tensors a .pte plans is fixed by the file "
-                                 "(--no-plan-* does not apply)", p.source));
-  if (o.per_device)
-    throw InputError(fmt::format("{}: a .pte keeps its memory ids (--per-device does not apply)", p.source));
-  if (!o.spill_order.empty())
-    throw InputError(fmt::format("{}: a .pte keeps its memory ids (--spill-order does not apply)", p.source));
-  const auto started = std::chrono::steady_clock::now();
+  // Which tensors a .pte plans, and in which pools, the file fixes.
+  const std::pair<std::string_view, bool> fixed[] = {
+      {"alloc_graph_input", !o.alloc_graph_input},
+      {"alloc_graph_output", !o.alloc_graph_output},
+      {"alloc_mutable_buffers", !o.alloc_mutable_buffers},
+      {"per_device", o.per_device},
+      {"spill_order", !o.spill_order.empty()},
+  };
+  for (const auto& [field, set] : fixed)
+    if (set)
+      throw InputError(fmt::format("PlanRequest.options.{}: does not apply to {}: a .pte keeps which "
+                                   "tensors it plans and their memory ids",
+                                   field, p.source));
   PlanRequest r = request;
   if (r.algorithm.empty()) r.algorithm = "auto";
   r.options.alignment = planningAlignment(o);
   const Plan original = embeddedPlan(p, r.options.alignment);
-  Plan plan;
-  recordRequest(plan, r);
+  // Every method is an entry graph; shared state keeps its offsets (pins).
+  walk::Walk methods;
+  methods.place_shared_state = false;
   for (GraphId g = 0; g < static_cast<GraphId>(p.methods.size()); ++g)
-    plan.graphs.push_back(planMethod(p, g, r, *info, original.graphs[static_cast<std::size_t>(g)]));
-  plan.planning_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return plan;
+    methods.entries.push_back({p.methods[static_cast<std::size_t>(g)].name, g});
+  const walk::GraphStep step = [&](GraphId g, const PlanRequest& req, const std::vector<Bytes>&) {
+    return planMethod(p, g, req, *info, original.graphs[static_cast<std::size_t>(g)]);
+  };
+  return walk::planWalk(p.model, r, methods, step);
 }
 
 }  // namespace memplan

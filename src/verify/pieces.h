@@ -8,7 +8,7 @@
 
 #include "memplan/specs.h"
 
-namespace memplan::verify {
+namespace memplan::piece {
 
 struct Piece {
   TimeValue first = 0, last = 0;  // closed steps
@@ -37,4 +37,4 @@ inline void piecesOf(const Spec& s, Bytes size, std::vector<Piece>& out) {
   if (cur <= s.last) out.push_back({cur, s.last, 0, size});
 }
 
-}  // namespace memplan::verify
+}  // namespace memplan::piece

@@ -9,11 +9,6 @@
 namespace memplan {
 namespace {
 
-std::string methodLabel(const PteProgram& p, GraphId g) {
-  const std::string& name = p.methods[static_cast<std::size_t>(g)].name;
-  return name.empty() ? fmt::format("method {}", g) : fmt::format("method '{}'", name);
-}
-
 // The runtime places a planned tensor at buffer[memory_id - 1] + offset and
 // refuses the method when its bytes do not fit there.
 void checkBounds(const PteProgram& p, const Plan& plan, bool file_offsets, VerifyResult& r) {

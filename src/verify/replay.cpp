@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -130,8 +131,55 @@ std::string stepName(const std::string& node, bool end) {
   return end ? "graph end" : "graph start";
 }
 
+// The first clobber, as ReplayResult reports it.
+struct Clobber {
+  GraphId graph = 0;
+  std::string victim, writer, writer_node, reader_node;
+  TimeValue write_step = 0, read_step = 0;
+  MemId mem_id = 0;
+  Offset offset = 0;
+  std::string message;
+};
+
+void report(ReplayResult& r, Clobber c) {
+  if (r.issue != ReplayIssue::None) return;
+  r.issue = ReplayIssue::Clobber;
+  r.graph = c.graph;
+  r.victim = std::move(c.victim);
+  r.writer = std::move(c.writer);
+  r.writer_node = std::move(c.writer_node);
+  r.write_step = c.write_step;
+  r.reader_node = std::move(c.reader_node);
+  r.read_step = c.read_step;
+  r.mem_id = c.mem_id;
+  r.offset = c.offset;
+  r.message = std::move(c.message);
+}
+
+// a + b, saturating (counts of a run whose bodies repeat may be huge).
+std::uint64_t satAdd(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
+                                                           : a + b;
+}
+
 // ---------------------------------------------------------------------------
 // Model replay.
+//
+// A body run by several nodes (bodies form a DAG: graph i may run graph i+1
+// from two nodes, 2^depth runs in all) is stepped through once; its trace
+// is kept, compressed, and every later call of the body replays the trace
+// instead of the body:
+//  - a read of a storage the body has not written before in this run is
+//    kept: it is the only kind of check whose outcome depends on the bytes
+//    the body finds (every other read sees only the body's own writes,
+//    which are the same at every call, and passed the first time);
+//  - writes between two kept reads are kept once per storage and byte
+//    range, the last one: the bytes they leave are the same;
+//  - the counts (writes, reads, steps) of the dropped operations are added
+//    as they were.
+// Replaying the trace is the body's run exactly: same checks on the same
+// bytes, same verdict, same message, same counts; each distinct body costs
+// its own size once and its trace's size per call.
 class ModelReplay {
  public:
   ModelReplay(const Model& model, const Plan& plan, const ReplayOptions& options)
@@ -176,6 +224,40 @@ class ModelReplay {
     Bytes need = 0;                     // largest member tensor
     WriteId version = kUnwritten;       // the write its bytes must hold
   };
+
+  // One operation of a body's trace: the arguments of write() or read().
+  enum class OpKind : std::uint8_t { Write, Read, LoadIfUnwritten };
+  struct Op {
+    OpKind kind = OpKind::Write;
+    std::int64_t storage = -1;         // write / load: the storage written
+    TensorId tensor = kNone;
+    GraphId graph = 0;
+    const std::string* node = nullptr;
+    TimeValue step = 0;
+    bool end = false;                  // read: at the graph's end
+    Bytes begin = 0;
+    std::optional<Bytes> until;        // bytes [begin, until) of the storage
+    bool counted_write = false;        // when recorded: counted as a write
+    // As recorded: the counters before it ran. In a trace: what the
+    // operations dropped since the kept one before it counted.
+    std::uint64_t writes = 0, reads = 0, steps = 0;
+  };
+  struct Trace {
+    std::vector<Op> ops;
+    std::uint64_t writes = 0, reads = 0, steps = 0;  // dropped after the last op
+  };
+  struct Recorder {
+    std::vector<Op> ops;               // as run (bodies inside: their kept operations)
+    std::uint64_t writes = 0, reads = 0, steps = 0;  // counters at the start
+  };
+  // Records an operation about to run into the body being traced.
+  void record(Op op) {
+    if (!recorder_) return;
+    op.writes = r_.writes;
+    op.reads = r_.reads;
+    op.steps = r_.steps;
+    recorder_->ops.push_back(op);
+  }
 
   void fail(ReplayIssue issue, std::string message) {
     if (r_.issue != ReplayIssue::None) return;
@@ -296,12 +378,20 @@ class ModelReplay {
       }
       granules[mid] = std::gcd(granules[mid], std::gcd(a.offset, *end));
       if (gp.specs.specs[s.spec].gaps.empty()) continue;
-      verify::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
-      for (const verify::Piece& p : pieces_)
+      piece::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
+      for (const piece::Piece& p : pieces_)
         granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
     }
     shadows_ = makeShadows(sizes, granules, options_, r_);
     gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
+    traces_.resize(m_.graphs.size());
+    touched_.assign(storages_.size(), 0);
+    captured_.resize(m_.graphs.size());
+    state_of_.resize(m_.graphs.size());
+    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
+      if (m_.tensors[t].kind == TensorKind::MutableBuffer && m_.tensors[t].graph >= 0 &&
+          static_cast<std::size_t>(m_.tensors[t].graph) < m_.graphs.size())
+        state_of_[m_.tensors[t].graph].push_back(t);
     events_.emplace_back();  // WriteId 0: never written
     return true;
   }
@@ -323,7 +413,7 @@ class ModelReplay {
       const auto last = state_version_.find(spec.fqn);
       if (last == state_version_.end()) continue;  // first method to use it: loaded
       st.version = last->second;
-      read(spec.tensor, entry, "", start, false);
+      read(spec.tensor, entry, kStart, start, false);
     }
     runGraph(entry);
     for (std::size_t i = base_[entry]; i < base_[entry] + p_.graphs[entry].specs.specs.size(); ++i) {
@@ -347,6 +437,12 @@ class ModelReplay {
   void write(std::int64_t s, TensorId t, GraphId g, const std::string& node, TimeValue step,
              Bytes begin = 0, std::optional<Bytes> end = std::nullopt) {
     if (!planned(s)) return;
+    record({OpKind::Write, s, t, g, &node, step, false, begin, end, true});
+    doWrite(s, t, g, node, step, begin, end);
+  }
+
+  void doWrite(std::int64_t s, TensorId t, GraphId g, const std::string& node, TimeValue step,
+               Bytes begin = 0, std::optional<Bytes> end = std::nullopt) {
     Storage& st = storages_[s];
     if (events_.size() >= std::numeric_limits<WriteId>::max()) {
       fail(ReplayIssue::BadPlan, "replay: more than 2^32 writes");
@@ -367,47 +463,156 @@ class ModelReplay {
     if (failed() || t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return;
     const std::int64_t s = tensor_storage_[t];
     if (!planned(s)) return;
-    Storage& st = storages_[s];
-    if (st.version == kUnwritten) {  // loaded at first use (weights, stray reads)
-      write(s, t, g, "", step);
+    const bool load = storages_[s].version == kUnwritten;
+    record({OpKind::Read, s, t, g, &node, step, end, begin, end_byte, load});
+    if (load) {  // loaded at first use (weights, stray reads)
+      doWrite(s, t, g, kStart, step);
       return;
     }
+    Storage& st = storages_[s];
     ++r_.reads;
     const WriteId want = st.version;
     const Bytes until = end_byte.value_or(st.alloc->size);
     const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset + begin, until - begin,
                                                       [want](WriteId id) { return id == want; });
     if (!bad) return;
-    const Event& w = events_[bad->found];
+    Clobber c;
+    c.graph = g;
+    c.victim = m_.tensors[t].name;
+    c.reader_node = node;
+    c.read_step = step;
+    c.mem_id = st.alloc->mem_id;
+    c.offset = bad->offset;
     if (bad->found == kUnwritten) {
       // Bytes nothing wrote: the tensor was moved (state at another place
       // than where the last method left it).
-      r_.graph = g;
-      r_.victim = m_.tensors[t].name;
-      r_.reader_node = node;
-      r_.read_step = step;
-      r_.mem_id = st.alloc->mem_id;
-      r_.offset = bad->offset;
-      fail(ReplayIssue::Clobber,
-           fmt::format("replay: tensor '{}' (graph {}) at mem_id {} offset {} holds bytes nothing "
-                       "wrote, found at {} (step {})",
-                       r_.victim, g, r_.mem_id, r_.offset, stepName(node, end), step));
+      c.message = fmt::format("replay: tensor '{}' (graph {}) at mem_id {} offset {} holds bytes nothing "
+                              "wrote, found at {} (step {})",
+                              c.victim, g, c.mem_id, c.offset, stepName(node, end), step);
+    } else {
+      const Event& w = events_[bad->found];
+      c.writer = w.tensor >= 0 ? m_.tensors[w.tensor].name : "";
+      c.writer_node = w.node;
+      c.write_step = w.step;
+      c.message = fmt::format("replay: tensor '{}' (graph {}) was clobbered at mem_id {} offset {}: "
+                              "overwritten by '{}' at {} (graph {}, step {}), found at {} (step {})",
+                              c.victim, g, c.mem_id, c.offset, c.writer, stepName(w.node, false),
+                              w.graph, w.step, stepName(node, end), step);
+    }
+    report(r_, std::move(c));
+  }
+
+  // A mutable buffer of a graph is loaded at its start unless already there.
+  void loadIfUnwritten(TensorId t, GraphId g) {
+    const std::int64_t s = tensor_storage_[t];
+    if (s < 0 || !planned(s)) return;
+    const bool load = storages_[s].version == kUnwritten;
+    record({OpKind::LoadIfUnwritten, s, t, g, &kStart, 0, false, 0, std::nullopt, load});
+    if (load) doWrite(s, t, g, kStart, 0);
+  }
+
+  // Runs an operation of a trace as it ran first (recorded again when a
+  // body around it is being traced).
+  void apply(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Write: write(op.storage, op.tensor, op.graph, *op.node, op.step, op.begin, op.until); break;
+      case OpKind::Read: read(op.tensor, op.graph, *op.node, op.step, op.end, op.begin, op.until); break;
+      case OpKind::LoadIfUnwritten: loadIfUnwritten(op.tensor, op.graph); break;
+    }
+  }
+
+  // The operations of a body's run that its trace keeps (see the class
+  // comment), in order, as recorded.
+  std::vector<Op> kept(const Recorder& run) {
+    std::vector<Op> out;
+    std::vector<std::size_t> touched_list;
+    std::vector<const Op*> segment;  // writes since the last kept read
+    const auto flush = [&] {
+      // The last write of each (storage, bytes), in order.
+      std::set<std::tuple<std::int64_t, Bytes, Bytes>> seen;
+      std::vector<const Op*> last;
+      for (auto it = segment.rbegin(); it != segment.rend(); ++it) {
+        const Op& w = **it;
+        const Bytes until = w.until.value_or(storages_[w.storage].alloc->size);
+        if (seen.emplace(w.storage, w.begin, until).second) last.push_back(&w);
+      }
+      for (auto it = last.rbegin(); it != last.rend(); ++it) out.push_back(**it);
+      segment.clear();
+    };
+    for (const Op& op : run.ops) {
+      const auto s = static_cast<std::size_t>(op.storage);
+      const bool first = !touched_[s];
+      if (first) touched_list.push_back(s);
+      touched_[s] = 1;
+      if (op.kind == OpKind::Write) {
+        segment.push_back(&op);
+      } else if (op.kind == OpKind::LoadIfUnwritten || first) {
+        flush();
+        out.push_back(op);
+      }
+    }
+    flush();
+    for (std::size_t t : touched_list) touched_[t] = 0;
+    return out;
+  }
+
+  // The trace of kept operations: each carries what the operations dropped
+  // before it counted, so a trace that stops at a failed check has counted
+  // what the body's run would have counted up to there.
+  Trace traceOf(std::vector<Op> ops, const Recorder& run) const {
+    const auto less = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
+    std::uint64_t w = run.writes, r = run.reads, st = run.steps;  // counted so far
+    for (Op& op : ops) {
+      const std::uint64_t ow = op.writes, orr = op.reads, os = op.steps;
+      op.writes = less(ow, w);
+      op.reads = less(orr, r);
+      op.steps = less(os, st);
+      const bool own_write = op.kind == OpKind::Write || op.counted_write;
+      const bool own_read = op.kind == OpKind::Read && !op.counted_write;
+      w = satAdd(ow, own_write);
+      r = satAdd(orr, own_read);
+      st = os;
+    }
+    Trace out;
+    out.ops = std::move(ops);
+    out.writes = less(r_.writes, w);
+    out.reads = less(r_.reads, r);
+    out.steps = less(r_.steps, st);
+    return out;
+  }
+
+  // Runs body `g` where a node runs it: the first time step by step (its
+  // trace kept), then by its trace.
+  void runBody(GraphId g) {
+    if (failed() || g < 0 || static_cast<std::size_t>(g) >= m_.graphs.size()) return;
+    const auto add = [&](std::uint64_t w, std::uint64_t r, std::uint64_t st) {
+      r_.writes = satAdd(r_.writes, w);
+      r_.reads = satAdd(r_.reads, r);
+      r_.steps = satAdd(r_.steps, st);
+    };
+    if (const std::optional<Trace>& trace = traces_[g]) {
+      for (const Op& op : trace->ops) {
+        if (failed()) return;
+        add(op.writes, op.reads, op.steps);
+        apply(op);
+      }
+      if (!failed()) add(trace->writes, trace->reads, trace->steps);
       return;
     }
-    r_.graph = g;
-    r_.victim = m_.tensors[t].name;
-    r_.writer = w.tensor >= 0 ? m_.tensors[w.tensor].name : "";
-    r_.writer_node = w.node;
-    r_.write_step = w.step;
-    r_.reader_node = node;
-    r_.read_step = step;
-    r_.mem_id = st.alloc->mem_id;
-    r_.offset = bad->offset;
-    fail(ReplayIssue::Clobber,
-         fmt::format("replay: tensor '{}' (graph {}) was clobbered at mem_id {} offset {}: "
-                     "overwritten by '{}' at {} (graph {}, step {}), found at {} (step {})",
-                     r_.victim, g, r_.mem_id, r_.offset, r_.writer,
-                     stepName(w.node, false), w.graph, w.step, stepName(node, end), step));
+    Recorder run;
+    run.writes = r_.writes;
+    run.reads = r_.reads;
+    run.steps = r_.steps;
+    Recorder* outer = recorder_;
+    recorder_ = &run;
+    runGraph(g);
+    recorder_ = outer;
+    if (failed()) return;
+    std::vector<Op> ops = kept(run);
+    // The caller's run holds the body's kept operations, as if it had been
+    // replayed by its trace.
+    if (outer) outer->ops.insert(outer->ops.end(), ops.begin(), ops.end());
+    traces_[g] = traceOf(std::move(ops), run);
   }
 
   // Inputs of `node` whose bytes its outputs may legitimately overwrite.
@@ -425,27 +630,94 @@ class ModelReplay {
   }
 
   // Tensors from outside `body` that it (or a body inside it) uses: for
-  // the node that runs it they are inputs like its own.
-  void captured(GraphId body, GraphId root, std::vector<TensorId>& out, int depth = 0) const {
-    if (depth > 64 || body < 0 || static_cast<std::size_t>(body) >= m_.graphs.size()) return;
+  // the node that runs it they are inputs like its own. Each once, in the
+  // order a depth-first walk first meets them, with the number of times a
+  // walk that enters a body at every node running it would meet it (each
+  // is a read; the first decides, the others find the same bytes).
+  // Computed once per body, each graph below it walked once.
+  struct Use {
+    TensorId tensor;
+    std::uint64_t times;
+  };
+  const std::vector<Use>& captured(GraphId body) {
+    if (captured_[body]) return *captured_[body];
+    std::vector<Use>& out = captured_[body].emplace();
     const auto outside = [&](TensorId t) {
       if (t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return false;
       for (GraphId a = m_.tensors[t].graph, hops = 0;
            a >= 0 && static_cast<std::size_t>(a) < m_.graphs.size() && hops <= 64;
            a = m_.graphs[a].parent, ++hops)
-        if (a == root) return false;
+        if (a == body) return false;
       return true;
     };
-    const Graph& graph = m_.graphs[body];
-    for (const Node& node : graph.nodes) {
-      for (TensorId t : node.inputs)
-        if (outside(t)) out.push_back(t);
-      for (TensorId t : node.outputs)
-        if (outside(t)) out.push_back(t);
-      for (GraphId s : node.subgraphs) captured(s, root, out, depth + 1);
+    // 1. The graphs below `body`, depth first; tensors in first-meeting order.
+    std::map<GraphId, std::size_t> order;  // graph -> position in `walk`
+    std::vector<GraphId> walk, finished;
+    std::map<TensorId, std::size_t> index;  // tensor -> position in `out`
+    const auto take = [&](const std::vector<TensorId>& list) {
+      for (TensorId t : list)
+        if (outside(t) && index.emplace(t, out.size()).second) out.push_back({t, 0});
+    };
+    struct Frame {
+      GraphId graph;
+      std::size_t node = 0, sub = 0;
+    };
+    std::vector<Frame> stack;
+    const auto enter = [&](GraphId x) {
+      if (x < 0 || static_cast<std::size_t>(x) >= m_.graphs.size() || order.count(x) || stack.size() > 64) return;
+      order.emplace(x, walk.size());
+      walk.push_back(x);
+      stack.push_back({x});
+      const Graph& graph = m_.graphs[x];
+      if (!graph.nodes.empty()) {
+        take(graph.nodes[0].inputs);
+        take(graph.nodes[0].outputs);
+      }
+    };
+    enter(body);
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const Graph& graph = m_.graphs[f.graph];
+      if (f.node == graph.nodes.size()) {
+        take(graph.outputs);
+        finished.push_back(f.graph);
+        stack.pop_back();
+        continue;
+      }
+      const Node& node = graph.nodes[f.node];
+      if (f.sub < node.subgraphs.size()) {
+        enter(node.subgraphs[f.sub++]);  // may invalidate f
+        continue;
+      }
+      f.node++;
+      f.sub = 0;
+      if (f.node < graph.nodes.size()) {
+        take(graph.nodes[f.node].inputs);
+        take(graph.nodes[f.node].outputs);
+      }
     }
-    for (TensorId t : graph.outputs)
-      if (outside(t)) out.push_back(t);
+    // 2. How many ways each graph is entered from `body` (callers first:
+    // reverse finishing order), and each use counted that many times.
+    std::vector<std::uint64_t> paths(walk.size(), 0);
+    paths[0] = 1;
+    const auto count = [&](const std::vector<TensorId>& list, std::uint64_t times) {
+      for (TensorId t : list)
+        if (const auto it = index.find(t); it != index.end())
+          out[it->second].times = satAdd(out[it->second].times, times);
+    };
+    for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
+      const std::uint64_t times = paths[order.at(*it)];
+      const Graph& graph = m_.graphs[*it];
+      for (const Node& node : graph.nodes) {
+        count(node.inputs, times);
+        count(node.outputs, times);
+        for (GraphId s : node.subgraphs)
+          if (const auto at = order.find(s); at != order.end() && s != body)
+            paths[at->second] = satAdd(paths[at->second], times);
+      }
+      count(graph.outputs, times);
+    }
+    return out;
   }
 
   bool sameAllocation(std::int64_t a, std::int64_t b) const {
@@ -460,12 +732,8 @@ class ModelReplay {
     const Graph& graph = m_.graphs[g];
     // Start: copy planned inputs in, load mutable state.
     for (std::size_t i = 0; i < graph.inputs.size(); ++i)
-      write(tensor_storage_[graph.inputs[i]], graph.inputs[i], g, "", static_cast<TimeValue>(i));
-    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
-      if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer &&
-          !storages_.empty() && tensor_storage_[t] >= 0 &&
-          storages_[tensor_storage_[t]].version == kUnwritten)
-        write(tensor_storage_[t], t, g, "", 0);
+      write(tensor_storage_[graph.inputs[i]], graph.inputs[i], g, kStart, static_cast<TimeValue>(i));
+    for (TensorId t : state_of_[g]) loadIfUnwritten(t, g);
     // Every input is in place before the first node runs (the placeholders
     // come first), used or not.
     const TimeValue first_node = nodeTime(graph, 0);
@@ -478,10 +746,8 @@ class ModelReplay {
         else read(e.tensor, g, node, e.time, false, e.begin, e.end);
       }
     };
-    for (TensorId t : graph.inputs) read(t, g, "", first_node, false);
-    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
-      if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer)
-        read(t, g, "", first_node, false);
+    for (TensorId t : graph.inputs) read(t, g, kStart, first_node, false);
+    for (TensorId t : state_of_[g]) read(t, g, kStart, first_node, false);
 
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()) && !failed(); ++n) {
       const Node& node = graph.nodes[n];
@@ -490,26 +756,26 @@ class ModelReplay {
       if (failed()) break;
       ++r_.steps;
       for (TensorId t : node.inputs) read(t, g, node.name, step, false);
-      for (GraphId sub : node.subgraphs) runGraph(sub);
+      for (GraphId sub : node.subgraphs) runBody(sub);
       if (failed()) break;
       for (TensorId t : node.outputs)
         if (writes(t)) write(tensor_storage_[t], t, g, node.name, step);
       for (TensorId t : node.outputs) read(t, g, node.name, step, false);
       for (TensorId t : node.inputs)
         if (!overwrittenByNode(t, node)) read(t, g, node.name, step, false);
-      if (!node.subgraphs.empty()) {
-        std::vector<TensorId> outer;
-        for (GraphId sub : node.subgraphs) captured(sub, sub, outer);
-        for (TensorId t : outer)
-          if (!overwrittenByNode(t, node)) read(t, g, node.name, step, false);
-      }
+      for (GraphId sub : node.subgraphs)
+        if (sub >= 0 && static_cast<std::size_t>(sub) < m_.graphs.size())
+          for (const Use& use : captured(sub)) {
+            if (overwrittenByNode(use.tensor, node)) continue;
+            const std::uint64_t done = r_.reads + r_.writes;
+            read(use.tensor, g, node.name, step, false);
+            if (!failed() && r_.reads + r_.writes != done) r_.reads = satAdd(r_.reads, use.times - 1);
+          }
     }
     const TimeValue end = nodeTime(graph, static_cast<NodeId>(graph.nodes.size()));
-    gapsUntil(end, "");
-    for (TensorId t : graph.outputs) read(t, g, "", end, true);
-    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
-      if (m_.tensors[t].graph == g && m_.tensors[t].kind == TensorKind::MutableBuffer)
-        read(t, g, "", end, true);
+    gapsUntil(end, kStart);
+    for (TensorId t : graph.outputs) read(t, g, kStart, end, true);
+    for (TensorId t : state_of_[g]) read(t, g, kStart, end, true);
     active_[g] = 0;
   }
 
@@ -536,9 +802,9 @@ class ModelReplay {
       if (!planned(s) || spec.tensor < 0 || static_cast<std::size_t>(spec.tensor) >= m_.tensors.size() ||
           tensor_storage_[spec.tensor] != s)
         continue;
-      verify::piecesOf(spec, storages_[s].alloc->size, pieces_);
+      piece::piecesOf(spec, storages_[s].alloc->size, pieces_);
       for (std::size_t i = 0; i < pieces_.size(); ++i) {
-        const verify::Piece& p = pieces_[i];
+        const piece::Piece& p = pieces_[i];
         if (i > 0) out.push_back({p.first, true, spec.tensor, p.begin, p.end});
         if (i + 1 < pieces_.size()) out.push_back({p.last + 1, false, spec.tensor, p.begin, p.end});
       }
@@ -548,10 +814,17 @@ class ModelReplay {
   }
   std::vector<std::optional<std::vector<GapEvent>>> gap_events_;  // by graph
 
+  static inline const std::string kStart;  // node name of a graph's start and end
+  Recorder* recorder_ = nullptr;                            // the body being traced
+  std::vector<std::optional<Trace>> traces_;                // by body
+  std::vector<std::optional<std::vector<Use>>> captured_;  // by body
+  std::vector<std::vector<TensorId>> state_of_;             // by graph: its mutable buffers
+  std::vector<char> touched_;                               // scratch of kept(), by storage
+
   const Model& m_;
   const Plan& p_;
   const ReplayOptions& options_;
-  std::vector<verify::Piece> pieces_;         // scratch
+  std::vector<piece::Piece> pieces_;         // scratch
   ReplayResult r_;
   std::vector<std::size_t> base_;            // graph -> first storage index
   std::vector<Storage> storages_;            // one per spec of every graph
@@ -620,7 +893,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     std::int64_t piece;  // index into `parts` (bytes from the offset); -1: all
   };
   std::vector<Op> ops;
-  std::vector<verify::Piece> pieces, parts;
+  std::vector<piece::Piece> pieces, parts;
   for (std::size_t s = 0; s < specs.size(); ++s) {
     const Allocation* a = alloc[s];
     if (!a || specs[s].nbytes == 0 || a->size == 0) continue;
@@ -652,8 +925,8 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
       ops.push_back({spec.last, true, static_cast<SpecId>(s), -1});
       continue;
     }
-    verify::piecesOf(spec, a->size, pieces);
-    for (const verify::Piece& p : pieces) {
+    piece::piecesOf(spec, a->size, pieces);
+    for (const piece::Piece& p : pieces) {
       granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
       const auto part = static_cast<std::int64_t>(parts.size());
       parts.push_back(p);
@@ -698,18 +971,19 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     };
     if (const auto bad = shadows[a.mem_id].check(at, n, accept)) {
       const SpecId other = specOfId(bad->found);
-      r.issue = ReplayIssue::Clobber;
-      r.graph = plan.graph;
-      r.victim = specs[op.spec].name;
-      r.writer = other != kNone ? specs[other].name : "";
-      r.write_step = other != kNone ? specs[other].first : 0;
-      r.read_step = op.time;
-      r.mem_id = a.mem_id;
-      r.offset = bad->offset;
-      r.message = fmt::format("replay: spec '{}' [{}, {}] was clobbered at mem_id {} offset {}: "
+      Clobber c;
+      c.graph = plan.graph;
+      c.victim = specs[op.spec].name;
+      c.writer = other != kNone ? specs[other].name : "";
+      c.write_step = other != kNone ? specs[other].first : 0;
+      c.read_step = op.time;
+      c.mem_id = a.mem_id;
+      c.offset = bad->offset;
+      c.message = fmt::format("replay: spec '{}' [{}, {}] was clobbered at mem_id {} offset {}: "
                               "overwritten by '{}' (written at step {})",
-                              r.victim, specs[op.spec].first, specs[op.spec].last, r.mem_id,
-                              r.offset, other != kNone ? r.writer : "nothing", r.write_step);
+                              c.victim, specs[op.spec].first, specs[op.spec].last, c.mem_id,
+                              c.offset, other != kNone ? c.writer : "nothing", c.write_step);
+      report(r, std::move(c));
       return r;
     }
   }
@@ -718,16 +992,17 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
                                       [&](WriteId found) { return found == reserved_id; });
     if (!bad) continue;
     const SpecId other = specOfId(bad->found);
-    r.issue = ReplayIssue::Clobber;
-    r.graph = plan.graph;
-    r.victim = fmt::format("reserved prefix of mem_id {}", m);
-    r.writer = other != kNone ? specs[other].name : "";
-    r.write_step = other != kNone ? specs[other].first : 0;
-    r.mem_id = static_cast<MemId>(m);
-    r.offset = bad->offset;
-    r.message = fmt::format("replay: the reserved prefix of mem_id {} ({} bytes) was overwritten "
+    Clobber c;
+    c.graph = plan.graph;
+    c.victim = fmt::format("reserved prefix of mem_id {}", m);
+    c.writer = other != kNone ? specs[other].name : "";
+    c.write_step = other != kNone ? specs[other].first : 0;
+    c.mem_id = static_cast<MemId>(m);
+    c.offset = bad->offset;
+    c.message = fmt::format("replay: the reserved prefix of mem_id {} ({} bytes) was overwritten "
                             "at offset {} by '{}' (written at step {})",
-                            m, reserved[m], r.offset, r.writer, r.write_step);
+                            m, reserved[m], c.offset, c.writer, c.write_step);
+    report(r, std::move(c));
     return r;
   }
   return r;

@@ -122,7 +122,7 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
 
   // Bounds, capacities and alignment, then gather ranges per pool.
   std::map<MemId, std::vector<Range>> pools;
-  std::vector<verify::Piece> pieces;
+  std::vector<piece::Piece> pieces;
   for (const Allocation& a : plan.allocations) {
     if (a.spec < 0 || a.spec >= num_specs) continue;
     const Spec& s = specs.specs[a.spec];
@@ -179,8 +179,8 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
       pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
       continue;
     }
-    verify::piecesOf(s, a.size, pieces);
-    for (const verify::Piece& p : pieces)
+    piece::piecesOf(s, a.size, pieces);
+    for (const piece::Piece& p : pieces)
       pools[a.mem_id].push_back({a.offset + p.begin, a.offset + p.end, p.first, p.last, s.id});
   }
   if (!sweep) return result;

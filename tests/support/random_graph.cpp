@@ -158,7 +158,8 @@ class Generator {
       b_.at(w).kind = rng_.chance(0.5) ? TensorKind::Constant : TensorKind::TrainableConstant;
       avail.push_back(w);
     }
-    const int max_nodes = std::max(1, main ? p_.max_nodes : p_.max_nodes / 2);
+    const int max_nodes =
+        std::max(1, main ? p_.max_nodes : p_.max_body_nodes > 0 ? p_.max_body_nodes : p_.max_nodes / 2);
     const auto n_nodes = rng_.range(1, max_nodes);
     for (std::int64_t i = 0; i < n_nodes; ++i) {
       std::vector<TensorId> ins;
@@ -168,7 +169,7 @@ class Generator {
         if (std::find(ins.begin(), ins.end(), t) == ins.end()) ins.push_back(t);
       }
       const std::string name = fmt::format("n{}", counter_++);
-      if (p_.control_flow && depth < p_.max_depth && rng_.chance(0.15)) {
+      if (p_.control_flow && depth < p_.max_depth && rng_.chance(p_.control_flow_rate)) {
         controlFlow(g, depth, name, ins, avail);
         continue;
       }

@@ -41,8 +41,10 @@ class ModelBuilder {
 // narrowed down by turning them off.
 struct RandomGraphParams {
   int max_nodes = 10;             // per graph (bodies get half)
+  int max_body_nodes = 0;         // per body; 0 = half of max_nodes
   int max_inputs = 3;
   int max_depth = 2;              // control-flow nesting
+  double control_flow_rate = 0.15;  // chance of a node being control flow
   bool views = true;
   bool in_place = true;
   bool share_with = true;         // out-variant reusing its argument

@@ -14,9 +14,11 @@ namespace memplan::test {
 std::filesystem::path dataDir();     // tests/data: data committed with the tests
 std::filesystem::path modelsDir();   // example models fetched by scripts/fetch-models
 std::filesystem::path sourceDir();
-// True when MEMPLAN_REQUIRE_TEST_DATA=1 (scripts/test.sh and CI set it):
-// then data that setup fetches (example models, Debian's ONNX test data)
-// must be present, and its absence fails the test instead of skipping it.
+// True when MEMPLAN_REQUIRE_TEST_DATA is set to anything but "" or "0"
+// (scripts/test.sh and CI set it to 1; conftest.py and tests/browser/run.sh
+// read it the same way): then data that setup fetches (example models,
+// Debian's ONNX test data) must be present, and its absence fails the test
+// instead of skipping it.
 bool dataRequired();
 std::string readText(const std::filesystem::path& path);
 // A fresh empty directory for one test's files.
@@ -48,9 +50,13 @@ CliResult runCli(const std::string& args);
 
 // In a test body: the fetched data this test needs is missing. Skips with
 // the streamed message locally; fails when dataRequired().
-#define MEMPLAN_MISSING_DATA()                                                    \
+#define MEMPLAN_MISSING_DATA() MEMPLAN_CANNOT_RUN("test data missing (scripts/fetch-models.sh)")
+
+// In a test body: the test cannot run here (`why`, plus the streamed
+// message). Skips locally; fails when dataRequired(), where every test must
+// run.
+#define MEMPLAN_CANNOT_RUN(why)                                                   \
   return ::testing::internal::AssertHelper(                                       \
              ::memplan::test::dataRequired() ? ::testing::TestPartResult::kFatalFailure \
                                              : ::testing::TestPartResult::kSkip,  \
-             __FILE__, __LINE__, "test data missing (scripts/fetch-models.sh)") = \
-      ::testing::Message()
+             __FILE__, __LINE__, why) = ::testing::Message()

@@ -68,8 +68,9 @@ namespace memplan {
 namespace onnx_import {
 namespace {
 
-// Unknown-size tensors named in the error message.
-constexpr std::size_t kMaxListed = 10;
+// Unknown-size tensors named in the error message (when no input is left
+// to bind: otherwise binding is the answer and the list is noise).
+constexpr std::size_t kMaxListed = 1;
 // Rounds of shape inference + folding (each can size more Shape inputs).
 constexpr int kMaxFoldRounds = 8;
 
@@ -605,6 +606,9 @@ class OnnxImporter {
   }
 
   // ---- 7. unknown sizes ---------------------------------------------------
+  // One short line: what to bind (the main graph's inputs whose shape is not
+  // fully known), then a hint with the flags to write. Only when every input
+  // is bound does it list the tensors still unsized, and why.
   void sizeUnknown() {
     if (unknown_.empty()) return;
     if (options_.unknown_size_bytes > 0) {
@@ -614,25 +618,36 @@ class OnnxImporter {
       return;
     }
     std::string msg = "cannot size " + std::to_string(unknown_.size()) + " tensor" +
-                      (unknown_.size() == 1 ? "" : "s");
-    // What to bind first: inputs whose shape is not fully known.
-    const std::string unbound = unboundInputs();
-    msg += unbound.empty() ? ": " : "; bind " + unbound + "; unsized: ";
+                      (unknown_.size() == 1 ? "" : "s") + ": ";
+    const Unbound unbound = unboundInputs();
+    if (!unbound.what.empty()) {
+      const bool marks = unbound.flags.find('?') != std::string::npos;
+      msg += "bind " + unbound.what + " (hint: " + unbound.flags +
+             (marks ? ", a number for each ?" : "") + (unbound.named ? ", or --dim SYMBOL=N" : "") +
+             "; --unknown-size-bytes N plans them at an upper bound instead)";
+      fail(msg);
+    }
     for (std::size_t i = 0; i < unknown_.size() && i < kMaxListed; ++i)
       msg += (i ? "; " : "") + unknown_[i].why;
     if (unknown_.size() > kMaxListed)
       msg += "; and " + std::to_string(unknown_.size() - kMaxListed) + " more";
-    msg += " (bind dimensions with --input-shape NAME=DIMS or --dim SYMBOL=VALUE, "
-           "or plan them at an upper bound with --unknown-size-bytes N)";
+    msg += " (hint: --dim SYMBOL=N binds a named dimension; --unknown-size-bytes N plans them at "
+           "an upper bound)";
     if (const std::string why = strictInferenceError(); !why.empty())
       msg += "; ONNX shape inference: " + why;
     fail(msg);
   }
 
-  // "input 'x' [N,3,H,W] (symbols N, H, W)", for each main-graph input with a
-  // dimension not known (at most a few).
-  std::string unboundInputs() const {
-    std::string out;
+  // The main graph's inputs with a dimension not known (at most a few):
+  // "input 'x' [N,3,?,?]", the flags that bind them
+  // ("--input-shape x=?x3x?x?"), and whether any dimension has a name
+  // (--dim binds those).
+  struct Unbound {
+    std::string what, flags;
+    bool named = false;
+  };
+  Unbound unboundInputs() const {
+    Unbound out;
     std::size_t listed = 0, more = 0;
     std::set<std::string> initializers;
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
@@ -644,18 +659,23 @@ class OnnxImporter {
         ++more;
         continue;
       }
-      std::string symbols;
-      for (const std::string& t : shape.text)
-        if (t != "?" && !std::isdigit(static_cast<unsigned char>(t[0])))
-          symbols += (symbols.empty() ? "" : ", ") + t;
-      std::string dims;
-      for (const std::string& t : shape.text) dims += (dims.empty() ? "" : ",") + t;
-      out += std::string(listed ? ", " : "") + "input '" + vi.name() + "' [" +
-             (shape.has_shape ? dims : std::string("rank unknown")) + "]" +
-             (symbols.empty() ? "" : " (symbols " + symbols + ")");
+      std::string dims, example;
+      for (std::size_t k = 0; k < shape.text.size(); ++k) {
+        const std::string& t = shape.text[k];
+        const bool known = k < shape.dims.size() && shape.dims[k] >= 0;
+        out.named |= !known && t != "?";
+        dims += (k ? "," : "") + t;
+        example += (k ? "x" : "") + (known ? t : std::string("?"));
+      }
+      if (!shape.has_shape) {
+        dims = "rank unknown";
+        example = "DIMS";
+      }
+      out.what += std::string(listed ? ", " : "") + "input '" + vi.name() + "' [" + dims + "]";
+      out.flags += std::string(listed ? " " : "") + "--input-shape " + vi.name() + "=" + example;
       ++listed;
     }
-    if (more) out += " and " + std::to_string(more) + " more inputs";
+    if (more) out.what += " and " + std::to_string(more) + " more inputs";
     return out;
   }
 

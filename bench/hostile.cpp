@@ -1,0 +1,175 @@
+// Hostile inputs that once made memplan quadratic (issue 21), at two sizes
+// each: CPU seconds and peak RSS per run, the growth exponent between the
+// sizes (1: linear, 2: quadratic), and the budget the larger run must stay
+// under (docs/reliability.md). Exit code 1 when a run fails or is over its
+// budget.
+//
+//   hostile [--scale X]     sizes times X (default 1)
+//
+// Every run is a child process: its peak RSS is its own.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "memplan/c_header.h"
+#include "memplan/memplan.h"
+
+namespace {
+
+using namespace memplan;
+
+// A chain: t0 made by a node, each further tensor an alias of the one
+// before (view, inplace or share) made by its own node.
+std::string aliasChain(std::size_t n, const char* kind) {
+  std::string s = "{\"format\":\"memplan-graph\",\"version\":1,\"tensors\":[{\"name\":\"t0\",\"shape\":[16],"
+                  "\"dtype\":\"float32\"}";
+  for (std::size_t i = 1; i < n; ++i)
+    s += fmt::format(",\n{{\"name\":\"t{}\",\"shape\":[16],\"dtype\":\"float32\",\"alias\":{{\"kind\":\"{}\","
+                     "\"of\":{}}}}}",
+                     i, kind, i - 1);
+  s += fmt::format("],\"graphs\":[{{\"name\":\"main\",\"outputs\":[{}],\"nodes\":[{{\"op\":\"Make\",\"outputs\":[0]}}",
+                   n - 1);
+  for (std::size_t i = 1; i < n; ++i)
+    s += fmt::format(",\n{{\"op\":\"View\",\"inputs\":[{}],\"outputs\":[{}]}}", i - 1, i);
+  return s + "]}]}\n";
+}
+
+// n tensors all named "x", a chain of nodes.
+std::string sameName(std::size_t n) {
+  std::string s = "{\"format\":\"memplan-graph\",\"version\":1,\"tensors\":[";
+  for (std::size_t i = 0; i < n; ++i) s += fmt::format("{}{{\"name\":\"x\",\"nbytes\":16}}", i ? ",\n" : "");
+  s += fmt::format("],\"graphs\":[{{\"name\":\"main\",\"outputs\":[{}],\"nodes\":[", n - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    s += fmt::format("{}{{\"op\":\"f\",\"inputs\":[{}],\"outputs\":[{}]}}", i ? ",\n" : "",
+                     i ? std::to_string(i - 1) : "", i);
+  return s + "]}]}\n";
+}
+
+struct Case {
+  std::string name;
+  std::size_t small, large;
+  std::function<std::string(std::size_t)> make;
+  // What a user runs on it.
+  enum Run { PlanVerifyReplay, PlanCHeader } run;
+  double budget_cpu_s;   // at `large`
+  double budget_mb;
+};
+
+struct Result {
+  double cpu = 0, peak_mb = 0;
+  bool ok = false;
+  char error[160] = {};
+};
+
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+Result measure(const Case& c, std::size_t n) {
+  Result r;
+  try {
+    const std::string text = c.make(n);
+    const double c0 = cpuSeconds();
+    const Input in = readInput(text, "hostile.json");
+    PlanRequest request;
+    request.algorithm = c.run == Case::PlanCHeader ? "naive" : "best_fit";
+    const Plan p = plan(in, request);
+    if (!verify(in, p).ok()) throw PlanError("the plan failed verification");
+    if (c.run == Case::PlanVerifyReplay) {
+      if (!replay(in, p).ok()) throw PlanError("the plan failed the replay");
+      (void)writePlan(p, in);
+    } else {
+      (void)writeCHeader(p, in.modelOrNull(), {});
+    }
+    r.cpu = cpuSeconds() - c0;
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    r.peak_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
+    r.ok = true;
+  } catch (const std::exception& e) {
+    std::snprintf(r.error, sizeof r.error, "%s", e.what());
+  }
+  return r;
+}
+
+Result inChild(const Case& c, std::size_t n) {
+  int fd[2];
+  if (pipe(fd) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    const Result r = measure(c, n);
+    const ssize_t put = write(fd[1], &r, sizeof r);
+    _exit(put == static_cast<ssize_t>(sizeof r) ? 0 : 1);
+  }
+  close(fd[1]);
+  Result r;
+  if (read(fd[0], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) std::snprintf(r.error, sizeof r.error, "child died");
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return r;
+}
+
+std::string withCommas(std::size_t n) {
+  std::string s = std::to_string(n);
+  for (std::size_t i = s.size(); i > 3; i -= 3) s.insert(i - 3, ",");
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double scale = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--scale" && i + 1 < argc) {
+      scale = std::stod(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: hostile [--scale X]\n");
+      return 2;
+    }
+  }
+  const auto chain = [](const char* kind) {
+    return [kind](std::size_t n) { return aliasChain(n, kind); };
+  };
+  const std::vector<Case> cases = {
+      {"views, one chain", 50000, 200000, chain("view"), Case::PlanVerifyReplay, 20, 2048},
+      {"in-place results, one chain", 50000, 200000, chain("inplace"), Case::PlanVerifyReplay, 20, 2048},
+      {"shares (out-variants), one chain", 50000, 200000, chain("share"), Case::PlanVerifyReplay, 30, 2048},
+      {"tensors of one name, --emit-c", 40000, 160000, sameName, Case::PlanCHeader, 20, 2048},
+  };
+  std::printf("| input | size | CPU s | peak RSS MB | size | CPU s | peak RSS MB | growth exponent | budget |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  int status = 0;
+  for (const Case& c : cases) {
+    const auto small = static_cast<std::size_t>(static_cast<double>(c.small) * scale);
+    const auto large = static_cast<std::size_t>(static_cast<double>(c.large) * scale);
+    const Result a = inChild(c, small), b = inChild(c, large);
+    if (!a.ok || !b.ok) {
+      std::printf("| %s | failed: %s |\n", c.name.c_str(), a.ok ? b.error : a.error);
+      status = 1;
+      continue;
+    }
+    const double exponent = std::log(std::max(b.cpu, 1e-3) / std::max(a.cpu, 1e-3)) /
+                            std::log(static_cast<double>(large) / static_cast<double>(small));
+    const bool within = b.cpu <= c.budget_cpu_s && b.peak_mb <= c.budget_mb;
+    status |= within ? 0 : 1;
+    std::printf("| %s | %s | %.2f | %.0f | %s | %.2f | %.0f | %.2f | %s %.0f s, %.0f MB |\n", c.name.c_str(),
+                withCommas(small).c_str(), a.cpu, a.peak_mb, withCommas(large).c_str(), b.cpu, b.peak_mb,
+                exponent, within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
+    std::fflush(stdout);
+  }
+  return status;
+}

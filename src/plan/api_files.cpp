@@ -1,0 +1,162 @@
+// The library entry point (memplan/memplan.h), continued: plans an input
+// carries in itself, TensorFlow Lite Micro beside a plan, the exporters, and
+// messages in the shells' terms. The CLI and the Python module call these;
+// neither holds any of it.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "memplan/memplan.h"
+#include "memplan/tflite_micro.h"
+
+namespace memplan {
+namespace {
+
+const Model* tfliteMicroModel(const Input& input) {
+  return input.format->tflite_micro ? input.model() : nullptr;
+}
+
+std::string fileName(const Input& input) {
+  return std::filesystem::path(input.source.name).filename().string();
+}
+
+}  // namespace
+
+Plan carriedPlan(const Input& input, bool allow_pinned_overlap) {
+  if (const PteProgram* program = input.pte()) {
+    Plan plan = embeddedPlan(*program);
+    plan.source = input.source;
+    plan.import_options = input.import_options;
+    return plan;
+  }
+  bool pinned = false;
+  if (const Model* m = input.model())
+    for (const Tensor& t : m->tensors) pinned |= t.offset.has_value();
+  if (!pinned)
+    throw InputError(fmt::format("{}: carries no plan of its own (no pinned tensor, no TFLite Micro "
+                                 "offline plan, not an ExecuTorch program); give a PLAN file",
+                                 input.source.name));
+  PlanOptions options;
+  options.alignment = 1;  // pins are checked as they are: exact bytes
+  options.allow_pinned_overlap = allow_pinned_overlap;
+  return pinnedPlan(*input.model(), options);
+}
+
+VerifyResult verifyCarriedPlan(const Input& input, const Plan& plan) {
+  if (const PteProgram* program = input.pte()) return verifyPte(*program, plan, true);
+  VerifyResult r = verify(input, plan);
+  // The verifier checks each graph; across graphs (a body's tensors over
+  // its caller's) TFLite Micro's single time line decides.
+  // A graph JSON's bodies are graphs of their own: only a .tflite's
+  // subgraphs share one time line.
+  const Model* m = tfliteMicroModel(input);
+  if (!plan.options.allow_pinned_overlap && m && m->graphs.size() > 1)
+    for (std::string& c : tflmPinConflicts(*m)) r.violations.push_back({0, std::move(c)});
+  return r;
+}
+
+std::optional<TflmComparison> compareWithTflm(const Input& input, const Plan& plan) {
+  const Model* m = tfliteMicroModel(input);
+  if (!m || plan.graphs.empty()) return std::nullopt;
+  const GraphPlan& main = plan.main();
+  TflmComparison out;
+  for (std::size_t id = 1; id < main.bufsizes.size(); ++id) {
+    if (id > 1 && main.bufsizes[id] > 0) return std::nullopt;  // TFLite Micro has one arena
+    out.plan += main.bufsizes[id];
+  }
+  Model unpinned = *m;  // what TFLite Micro plans when the model carries no plan
+  for (Tensor& t : unpinned.tensors) t.offset.reset();
+  out.tflm = tflmArenaBytes(unpinned);
+  const TflmArenaEstimate arena = tflmArenaEstimate(*m, out.plan);
+  out.arena_head = arena.head;
+  out.arena_size = arena.total;
+  return out;
+}
+
+std::optional<TflmCarriedArena> tflmCarriedArena(const Input& input) {
+  const Model* m = tfliteMicroModel(input);
+  if (!m) return std::nullopt;
+  const TflmBuffers buffers = tflmBuffers(*m);
+  TflmCarriedArena out;
+  for (const Buffer& b : buffers.problem.buffers) out.placed_by_tflm += !b.fixed_offset;
+  out.tensors = buffers.problem.buffers.size();
+  out.head = makeAlgorithm("tflm_greedy")->solve(buffers.problem, AlgorithmParams{}).size;
+  return out;
+}
+
+void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Input& input,
+                  CHeaderOptions options) {
+  if (options.source.empty()) options.source = fileName(input);
+  writeFileAtomic(path, writeCHeader(plan, input.model(), options));
+}
+
+std::vector<std::string> writeTflite(const std::filesystem::path& path, const Plan& plan,
+                                     const Input& input) {
+  const Model* m = tfliteMicroModel(input);
+  if (!m || !input.bytes)
+    throw InputError(fmt::format("writeTflite: {} is not a .tflite model", input.source.name));
+  const TfliteTensorIndex index = tfliteTensorIndex(*input.bytes, input.source.name);
+  const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*m, plan, index);
+  writeFileAtomic(path, writeTfliteOfflinePlan(*input.bytes, input.source.name, offsets));
+  if (m->graphs.size() < 2) return {};
+  return {fmt::format("{}: the offline plan lists every subgraph's tensors, concatenated, as TFLite "
+                      "Micro documents; its allocator (micro_allocation_info.cc) reads each "
+                      "subgraph's entries from the start of the list, so check the control-flow "
+                      "bodies on your TFLite Micro version",
+                      path.string())};
+}
+
+void writePte(const std::filesystem::path& path, const Plan& plan, const Input& input) {
+  const PteProgram* program = input.pte();
+  if (!program)
+    throw InputError(fmt::format("writePte: {} is not an ExecuTorch program (.pte)", input.source.name));
+  writeFileAtomic(path, writePte(*program, plan));
+}
+
+void writeHtml(const std::filesystem::path& path, const Plan& plan, const Input& input,
+               HtmlOptions options) {
+  if (options.title.empty()) options.title = fileName(input);
+  writeFileAtomic(path, renderHtml(plan, input.model(), options));
+}
+
+void writeSvg(const std::filesystem::path& path, const Plan& plan, const Input& input,
+              SvgOptions options) {
+  if (options.title.empty()) options.title = fileName(input);
+  writeFileAtomic(path, renderSvg(plan, input.model(), options));
+}
+
+std::string inShellTerms(const std::string& message, Shell shell) {
+  // The one table of the library's names and what users type.
+  struct Term {
+    std::string_view field, cli, python;
+  };
+  static const Term kTerms[] = {
+      {"PlanRequest.algorithm", "--algorithm", "algorithm"},
+      {"PlanRequest.options.alignment", "--alignment", "alignment"},
+      {"PlanRequest.options.alloc_graph_input", "--no-plan-inputs", "plan_inputs"},
+      {"PlanRequest.options.alloc_graph_output", "--no-plan-outputs", "plan_outputs"},
+      {"PlanRequest.options.alloc_mutable_buffers", "--no-plan-mutable-buffers", "plan_mutable_buffers"},
+      {"PlanRequest.options.per_device", "--per-device", "per_device"},
+      {"PlanRequest.options.share_mutable_buffers", "--share-mutable-buffers", "share_mutable_buffers"},
+      {"PlanRequest.options.capacities", "--capacity", "capacities"},
+      {"PlanRequest.options.spill_order", "--spill-order", "spill_order"},
+      {"PlanRequest.options.allow_pinned_overlap", "--allow-pinned-overlap", "allow_pinned_overlap"},
+      {"PlanRequest.extra_padding", "--extra-padding", "extra_padding"},
+      {"PlanRequest.params.effort", "--effort", "effort"},
+      {"PlanRequest.params.time_limit_seconds", "--time-limit", "time_limit"},
+      {"ImportOptions.input_shapes", "--input-shape", "input_shapes"},
+      {"ImportOptions.dims", "--dim", "dims"},
+      {"ImportOptions.alias_views", "--alias-views", "alias_views"},
+      {"ImportOptions.unknown_size_bytes", "--unknown-size-bytes", "unknown_size_bytes"},
+      {"ImportOptions.ignore_offline_plan", "--ignore-offline-plan", "ignore_offline_plan"},
+      {"writeCHeader", "--emit-c", "Plan.emit_c"},
+      {"writeTflite", "--write-tflite", "Plan.write_tflite"},
+      {"writePte", "--write-pte", "Plan.write_pte"},
+  };
+  for (const Term& t : kTerms)
+    if (message.starts_with(t.field) && message.size() > t.field.size() && message[t.field.size()] == ':')
+      return std::string(shell == Shell::Cli ? t.cli : t.python) + message.substr(t.field.size());
+  return message;
+}
+
+}  // namespace memplan
