@@ -491,6 +491,16 @@ PYBIND11_MODULE(_memplan, m) {
             return c ? py::object(py::int_(c->tflm)) : py::object(py::none()); },
           "A .tflite planned into one pool: the arena TFLite Micro's own planner "
           "(GreedyMemoryPlanner) needs for it; None otherwise.")
+      .def_property_readonly("tflite_micro_arena_size", [](const PyPlan& p) -> py::object {
+            std::optional<TflmComparison> c;
+            {
+              py::gil_scoped_release release;
+              c = compareWithTflm(*p.input, *p.plan);
+            }
+            return c ? py::object(py::int_(c->arena_size)) : py::object(py::none()); },
+          "A .tflite planned into one pool: the kTensorArenaSize to give TFLite Micro "
+          "with this plan (its head, TFLite Micro's own tensors, operators and kernel "
+          "data; estimated); None otherwise.")
       // Exporters: the library's (memplan/memplan.h), as the CLI's flags.
       .def("emit_c", [](const PyPlan& p, const std::filesystem::path& path, const std::string& prefix) {
             CHeaderOptions o;

@@ -27,6 +27,8 @@ import tempfile
 
 import pytest
 
+import memplan
+
 from conftest import ROOT, doc_table, model, run_cli, runtime_package
 
 DOC = ROOT / "docs" / "runtime.md"
@@ -204,6 +206,8 @@ def measured(name: str):
     assert arena, f"memplan printed no kTensorArenaSize:\n{r.stdout}{r.stderr}"
     head = int(re.search(r"main\s+1\s+cpu:0\s+\S+ \S+ \((\d+) B\)", r.stdout).group(1))
     tflm = int(re.search(r"GreedyMemoryPlanner\) would need [^(]*\((\d+) B\)", r.stdout).group(1))
+    # Python says what the CLI prints.
+    assert memplan.plan(m).tflite_micro_arena_size == int(arena.group(1))
     md, pd = m.read_bytes(), p.read_bytes()
     return dict(m=md, p=pd, m_min=smallest_arena(md), p_min=smallest_arena(pd), head=head, tflm_head=tflm,
                 arena_size=int(arena.group(1)))
