@@ -166,6 +166,13 @@ std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
   return {count, devices};
 }
 
+// Inside one of the spec's gaps (holding at most a window of its bytes).
+bool inGap(const Spec& s, TimeValue step) {
+  for (const Gap& g : s.gaps)
+    if (g.start <= step && step < g.end) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
@@ -194,7 +201,7 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
       for (const Allocation& a : gp.allocations) {
         const Spec* spec = exportutil::allocSpec(gp, a);
         if (a.mem_id == info.mem_id && spec && spec->first <= rp.peak_step &&
-            rp.peak_step <= spec->last)
+            rp.peak_step <= spec->last && !inGap(*spec, rp.peak_step))
           live.push_back(&a);
       }
       // Largest first; ties by offset then spec so the order is total.
