@@ -780,7 +780,6 @@ class BranchAnalyser {
       R.last = std::max(R.last, G.last);
       R.size = std::max(R.size, G.size);
     }
-    const auto end = static_cast<std::int64_t>(positions_) - 1;
     for (auto& [g, runs] : runs_) {
       std::sort(runs.begin(), runs.end());
       std::vector<std::pair<std::int64_t, std::int64_t>> merged;
@@ -789,10 +788,6 @@ class BranchAnalyser {
           merged.back().second = std::max(merged.back().second, run.second);
         else merged.push_back(run);
       }
-      // Alive at END but not just before (reached by a jump to the end):
-      // held to the end, as an output is.
-      if (merged.size() >= 2 && merged.back().first == end && merged.back().second == end)
-        merged.pop_back(), merged.back().second = end;
       a_.lifetime[static_cast<std::size_t>(g)] = {merged.front().first - 1, merged.back().second - 1};
       std::vector<Gap>& gaps = a_.gaps[static_cast<std::size_t>(g)];
       for (std::size_t k = 1; k < merged.size(); ++k)
@@ -953,7 +948,11 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
       const auto [first, last] = a.lifetime[static_cast<std::size_t>(root)];
       if (end == 0) continue;
       if (first < G.first) keep[static_cast<std::size_t>(std::max<std::int64_t>(first, 0))].push_back(base + root);
-      if (last > G.last) keep[static_cast<std::size_t>(std::min(last, end - 1))].push_back(base + root);
+      // Step 6: a branch's result returned through a move is alive at the
+      // end but maybe not in the last instructions (another branch): it is
+      // named among the outputs.
+      if (last > G.last && a.branches && last == end) graph.outputs.push_back(base + root);
+      else if (last > G.last) keep[static_cast<std::size_t>(std::min(last, end - 1))].push_back(base + root);
     }
     graph.nodes.reserve(static_cast<std::size_t>(end));
     for (std::size_t i = 0; i < static_cast<std::size_t>(end); ++i) {
