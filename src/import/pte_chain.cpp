@@ -614,6 +614,7 @@ class BranchAnalyser {
 
  private:
   using Set = std::vector<std::int32_t>;  // group roots, sorted
+  static constexpr std::size_t kMaxExtra = std::size_t{1} << 22;  // uses through moves
 
   bool charge(std::uint64_t w) { return (work_ += w) <= kWorkBudget; }
 
@@ -622,12 +623,16 @@ class BranchAnalyser {
     if (g >= 0) uses_.emplace_back(g, p);
     const std::int32_t k = slot_[static_cast<std::size_t>(t)];
     if (k < 0) return;
-    for (std::int32_t h : cur_[static_cast<std::size_t>(k)])
+    const Set& held = cur_[static_cast<std::size_t>(k)];
+    for (std::int32_t h : held)
       if (h != g) uses_.emplace_back(h, p);
-    if (cur_[static_cast<std::size_t>(k)].size() >= 2) alternatives_.push_back(cur_[static_cast<std::size_t>(k)]);
+    // What moves add is bounded (memory, not only time): past it, step 3.
+    extra_ += held.size() >= 2 ? 2 * held.size() : held.size();
+    if (held.size() >= 2 && extra_ <= kMaxExtra) alternatives_.push_back(held);
   }
 
-  static void unite(Set& into, const Set& from) {
+  void unite(Set& into, const Set& from) {
+    work_ += into.size() + from.size();
     Set out;
     std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(out));
     into = std::move(out);
@@ -663,10 +668,11 @@ class BranchAnalyser {
         for (std::size_t k = 0; k < cur_.size(); ++k) unite(cur_[k], it->second[k]);
       }
       if (it != pending.end()) pending.erase(it);
-      if (!charge(cur_.size() + 1)) return false;
+      if (!charge(cur_.size() + 1) || extra_ > kMaxExtra) return false;
       const auto pos = static_cast<std::int64_t>(p);
       if (p + 1 == positions_) {
         for (std::int32_t t : m_.outputs) use(t, pos);
+        if (extra_ > kMaxExtra) return false;
         break;
       }
       const std::size_t i = p - 1;
@@ -808,6 +814,7 @@ class BranchAnalyser {
   std::vector<std::int32_t> parent_;           // group root -> merged into (union-find)
   std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> runs_;  // by survivor
   std::uint64_t work_ = 0;
+  std::size_t extra_ = 0;
 };
 
 std::optional<DType> dtypeOf(std::int8_t code) {
