@@ -166,10 +166,10 @@ std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
   return {count, devices};
 }
 
-// Inside one of the spec's gaps (holding at most a window of its bytes).
+// Inside one of the spec's gaps that holds none of its bytes.
 bool inGap(const Spec& s, TimeValue step) {
   for (const Gap& g : s.gaps)
-    if (g.start <= step && step < g.end) return true;
+    if (g.start <= step && step < g.end) return !g.window || g.window->first >= g.window->second;
   return false;
 }
 
