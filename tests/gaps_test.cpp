@@ -75,13 +75,40 @@ TEST(Gaps, GraphJsonErrorsNameTheTensorAndTheGap) {
             "g.json: tensors[1].gaps[0].nodes: expected [from, to) with from < to, got [3,3]");
   EXPECT_EQ(readError(graphWithGaps(R"([{"nodes": [2, 3], "size": 4}])")),
             "g.json: tensors[1].gaps[0]: unknown field 'size'");
-  // A tensor with gaps keeps its storage to itself.
-  std::string viewed = graphWithGaps(R"([{"nodes": [2, 3]}])");
-  viewed.replace(viewed.find(R"({"name": "y", "nbytes": 64})"), 27,
-                 R"({"name": "y", "nbytes": 64, "alias": {"kind": "view", "of": "x"}})");
-  EXPECT_EQ(readError(viewed),
-            "g.json: g: tensor 2 'y': aliases tensor 1 'x', which has gaps (a tensor with gaps keeps "
-            "its storage to itself)");
+  // Its views and in-place results share its storage and its gaps: none is
+  // used inside them; no other tensor may share its allocation.
+  const auto aliasing = [](const std::string& gaps, const std::string& kind) {
+    std::string text = graphWithGaps(gaps);
+    text.replace(text.find(R"({"name": "y", "nbytes": 64})"), 27,
+                 R"({"name": "y", "nbytes": 64, "alias": {"kind": ")" + kind + R"(", "of": "x"}})");
+    return text;
+  };
+  EXPECT_EQ(readError(aliasing(R"([{"nodes": [3, 4]}])", "view")), "(no error)");
+  EXPECT_EQ(readError(aliasing(R"([{"nodes": [2, 3]}])", "view")),
+            "g.json: g: graph 0 'main': node 2 'n2' uses tensor 2 'y' inside its gap 0 (nodes [2, 3))");
+  EXPECT_EQ(readError(aliasing(R"([{"nodes": [2, 3]}])", "inplace")),
+            "g.json: g: graph 0 'main': node 2 'n2' uses tensor 2 'y' inside its gap 0 (nodes [2, 3))");
+  EXPECT_EQ(readError(aliasing(R"([{"nodes": [3, 4]}])", "share")),
+            "g.json: g: tensor 2 'y': shares the allocation of tensor 1 'x', which has gaps (its "
+            "views and in-place results may share its storage, nothing else)");
+}
+
+TEST(Gaps, AViewSharesItsBaseGapsInTheSpecs) {
+  // y views x; x holds nothing while n3 runs: one spec, steps 2..6, gap at n3.
+  std::string text = graphWithGaps(R"([{"nodes": [3, 4]}])");
+  text.replace(text.find(R"({"name": "y", "nbytes": 64})"), 27,
+               R"({"name": "y", "nbytes": 64, "alias": {"kind": "view", "of": "x"}})");
+  const Input in = readInput(text, "g.json");
+  const GraphSpecs specs = collectSpecs(*in.model, 0, PlanOptions{});
+  const Spec& x = specs.specs[specs.tensor_spec[1]];
+  EXPECT_EQ(specs.tensor_spec[2], specs.tensor_spec[1]);
+  EXPECT_EQ(x.members, (std::vector<TensorId>{1, 2}));
+  EXPECT_EQ(x.first, 1);
+  EXPECT_EQ(x.last, 5);
+  EXPECT_EQ(x.gaps, (std::vector<Gap>{gap(4, 5)}));
+  Plan p = plan(in, {.algorithm = "best_fit"});
+  EXPECT_TRUE(verify(in, p).ok());
+  EXPECT_TRUE(replay(in, p).ok());
 }
 
 // Places tensor `name` of the main graph at `offset` in pool 1.

@@ -564,6 +564,182 @@ TEST(Pte, StateLivesTheWholeMethod) {
 
 // Two methods sharing a KV cache in memory id 2 (ExecuTorch's
 // share_mutable_buffers layout), activations in memory id 1 with no reuse.
+// ---------------------------------------------------------------------------
+// Branches (torch.cond): one path of the chain runs.
+
+// The gaps, in steps, of the storage holding a value.
+std::vector<Gap> gapsOf(const PteProgram& p, GraphId g, std::int32_t value) {
+  const GraphSpecs specs = collectSpecs(p.model, g, PlanOptions{});
+  const SpecId s = specs.tensor_spec.at(static_cast<std::size_t>(tensorOf(p, g, value)));
+  if (s == kNone) return {};
+  return specs.specs[static_cast<std::size_t>(s)].gaps;
+}
+
+Gap steps(TimeValue start, TimeValue end) { return Gap{start, end, std::nullopt}; }
+
+// cond.pte (make_cond.py): torch.cond(x.sum() > 0, big, small, (x,)) + x.
+//   #0 sum x -> v5          #1 gt v5 -> v9        #2 jump_false v9 -> #10
+//   #3..#7 true branch: permute v12, addmm v16, relu v19, to_dim_order v21, mul v24
+//   #8 move v24 -> v11      #9 jump_false (constant false) -> #16
+//   #10..#14 false branch: permute v25, addmm v29, sigmoid v32, v34, sub v37
+//   #15 move v37 -> v11     #16 add v11, x -> v40
+// ExecuTorch planned each branch from offset 0: v24 and v37 at [0, 32), v25
+// (64 bytes) over v24 while the false branch runs.
+TEST(Pte, CondBranchesAreReadPathByPath) {
+  const PteProgram p = readPte(realFile("cond.pte"), "cond.pte");
+  const PteMethod& m = p.methods[0];
+  EXPECT_EQ(m.instructions, 17u);
+  EXPECT_EQ(m.jumps, 2u);
+  EXPECT_EQ(m.moves, 2u);
+  EXPECT_EQ(m.loops, 0u);
+  EXPECT_EQ(m.buffer_sizes, (std::vector<Bytes>{0, 192}));
+  using L = std::pair<TimeValue, TimeValue>;
+  // One input: instruction i runs at step i + 1.
+  EXPECT_EQ(lifetime(p, 0, 12), (L{4, 5}));    // true branch
+  EXPECT_EQ(lifetime(p, 0, 25), (L{11, 12}));  // false branch, over v24's bytes
+  // The branches' results are one storage, alive from the true branch's
+  // result to the join except while the false branch runs before its own.
+  const Tensor& v37 = p.model.tensors[static_cast<std::size_t>(tensorOf(p, 0, 37))];
+  EXPECT_EQ(v37.alias, AliasKind::InPlace);
+  EXPECT_EQ(v37.alias_of, tensorOf(p, 0, 24));
+  EXPECT_EQ(lifetime(p, 0, 24), (L{8, 17}));
+  EXPECT_EQ(gapsOf(p, 0, 24), (std::vector<Gap>{steps(11, 15)}));
+  // The move's destination: alive where a path holds it.
+  EXPECT_EQ(lifetime(p, 0, 11), (L{9, 17}));
+  EXPECT_EQ(gapsOf(p, 0, 11), (std::vector<Gap>{steps(11, 16)}));
+  // The input is read on both paths and after the join: no gap.
+  EXPECT_EQ(lifetime(p, 0, 4), (L{0, 17}));
+  EXPECT_TRUE(gapsOf(p, 0, 4).empty());
+  EXPECT_NO_THROW(validateModel(methodModel(p, 0)));
+
+  // ExecuTorch's own plan is valid and at no more than it needs.
+  const Plan embedded = embeddedPlan(p);
+  const VerifyResult v = verifyPte(p, embedded, true);
+  EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.violations[0].message);
+  const ReplayResult r = replayPte(p, embedded);
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.steps, 17u);
+  ASSERT_EQ(embedded.graphs[0].pools.size(), 1u);
+  EXPECT_EQ(embedded.graphs[0].pools[0].size, 192u);
+  EXPECT_EQ(embedded.graphs[0].pools[0].lower_bound, 128u);
+
+  // memplan's plan: at the lower bound, valid, and so is the program written.
+  const Plan plan = planPte(p, request());
+  EXPECT_EQ(plan.graphs[0].bufsizes, (std::vector<Bytes>{0, 128}));
+  EXPECT_TRUE(verifyPte(p, plan).ok());
+  EXPECT_TRUE(replayPte(p, plan).ok());
+  const PteProgram back = readPte(writePte(p, plan), "cond2.pte");
+  EXPECT_EQ(back.methods[0].buffer_sizes, (std::vector<Bytes>{0, 128}));
+  EXPECT_TRUE(verifyPte(back, embeddedPlan(back), true).ok());
+  EXPECT_TRUE(replayPte(back, embeddedPlan(back)).ok());
+}
+
+// A cond whose result `r` is used at the join by `y`, beside `a`, computed
+// before the cond. The true branch's result t is at 48, the false branch's
+// temporary g over it; the false branch's result f at `f_offset`.
+struct CondProgram {
+  PteProgramSpec spec;
+  std::int32_t x, a, t, g, h, f, r, y;
+};
+
+CondProgram condProgram(std::uint64_t f_offset) {
+  CondProgram c;
+  PteMethodSpec m;
+  c.x = m.tensor({4}, 1, 0);
+  const std::int32_t p = m.tensor({}, 1, 16, 11);  // bool
+  c.a = m.tensor({4}, 1, 32);
+  c.t = m.tensor({4}, 1, 48);
+  c.g = m.tensor({4}, 1, 48);
+  c.h = m.tensor({4}, 1, 80);
+  c.f = m.tensor({4}, 1, f_offset);
+  c.r = m.tensor({4}, 1, 64);
+  c.y = m.tensor({4}, 1, 80);
+  const std::int32_t skip = m.boolean(false);
+  m.inputs = {c.x};
+  m.outputs = {c.y};
+  m.kernel("aten::gt", {c.x}, {p});          // #0
+  m.kernel("aten::relu", {c.x}, {c.a});      // #1
+  m.jump(p, 6);                              // #2 to the false branch
+  m.kernel("aten::neg", {c.x}, {c.t});       // #3
+  m.move(c.t, c.r);                          // #4
+  m.jump(skip, 10);                          // #5 past the false branch
+  m.kernel("aten::abs", {c.x}, {c.g});       // #6
+  m.kernel("aten::neg", {c.g}, {c.h});       // #7
+  m.kernel("aten::relu", {c.h}, {c.f});      // #8
+  m.move(c.f, c.r);                          // #9
+  m.kernel("aten::add", {c.r, c.a}, {c.y});  // #10 the join
+  m.buffer_sizes = std::vector<std::int64_t>{0, 96};
+  c.spec.methods.push_back(std::move(m));
+  return c;
+}
+
+TEST(Pte, CondValueLiveAcrossTheJoinStaysLiveInBothBranches) {
+  using L = std::pair<TimeValue, TimeValue>;
+  const CondProgram c = condProgram(48);  // f over t: one storage
+  const PteProgram p = readPte(test::buildPte(c.spec), "cond.pte");
+  EXPECT_EQ(lifetime(p, 0, c.a), (L{2, 11}));
+  EXPECT_TRUE(gapsOf(p, 0, c.a).empty());
+  // t and f: one storage, empty while g holds its bytes.
+  EXPECT_EQ(p.model.tensors[static_cast<std::size_t>(tensorOf(p, 0, c.f))].alias_of, tensorOf(p, 0, c.t));
+  EXPECT_EQ(lifetime(p, 0, c.t), (L{4, 11}));
+  EXPECT_EQ(gapsOf(p, 0, c.t), (std::vector<Gap>{steps(7, 9)}));
+  EXPECT_EQ(lifetime(p, 0, c.g), (L{7, 8}));
+  EXPECT_TRUE(verifyPte(p, embeddedPlan(p), true).ok());
+  EXPECT_TRUE(replayPte(p, embeddedPlan(p)).ok());
+  const Plan plan = planPte(p, request());
+  EXPECT_TRUE(verifyPte(p, plan).ok());
+  EXPECT_TRUE(replayPte(p, plan).ok());
+
+  // f over a, which the join reads: a real overlap on the false path.
+  const CondProgram bad = condProgram(32);
+  const PteProgram q = readPte(test::buildPte(bad.spec), "bad_cond.pte");
+  const VerifyResult v = verifyPte(q, embeddedPlan(q), true);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.violations[0].message.find("'v2'"), std::string::npos) << v.violations[0].message;
+  EXPECT_NE(v.violations[0].message.find("'v6'"), std::string::npos) << v.violations[0].message;
+  EXPECT_FALSE(replayPte(q, embeddedPlan(q)).ok());
+}
+
+// The cond's result is the method's output: the join is the end.
+TEST(Pte, CondResultReturnedAtTheEnd) {
+  PteMethodSpec m;
+  const std::int32_t x = m.tensor({4}, 1, 0);
+  const std::int32_t p = m.tensor({}, 1, 16, 11);
+  const std::int32_t t = m.tensor({4}, 1, 32);
+  const std::int32_t g = m.tensor({4}, 1, 32);  // over t, in the other branch
+  const std::int32_t f = m.tensor({4}, 1, 48);  // not at t's place: its own storage
+  const std::int32_t r = m.tensor({4}, 1, 64);
+  const std::int32_t skip = m.boolean(false);
+  m.inputs = {x};
+  m.outputs = {r};
+  m.kernel("aten::gt", {x}, {p});     // #0
+  m.jump(p, 5);                       // #1
+  m.kernel("aten::relu", {x}, {t});   // #2
+  m.move(t, r);                       // #3
+  m.jump(skip, 8);                    // #4 to the end
+  m.kernel("aten::neg", {x}, {g});    // #5
+  m.kernel("aten::abs", {g}, {f});    // #6
+  m.move(f, r);                       // #7
+  m.buffer_sizes = std::vector<std::int64_t>{0, 80};
+  PteProgramSpec spec;
+  spec.methods.push_back(std::move(m));
+  const PteProgram q = readPte(test::buildPte(spec), "cond_end.pte");
+  using L = std::pair<TimeValue, TimeValue>;
+  EXPECT_EQ(lifetime(q, 0, t), (L{3, 9}));  // to the end (step 9)
+  EXPECT_EQ(gapsOf(q, 0, t), (std::vector<Gap>{steps(6, 9)}));
+  EXPECT_EQ(lifetime(q, 0, f), (L{7, 9}));
+  EXPECT_EQ(lifetime(q, 0, x), (L{0, 6}));
+  EXPECT_EQ(gapsOf(q, 0, x), (std::vector<Gap>{steps(4, 6)}));
+  EXPECT_NO_THROW(validateModel(methodModel(q, 0)));
+  const VerifyResult v = verifyPte(q, embeddedPlan(q), true);
+  EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.violations[0].message);
+  const ReplayResult rr = replayPte(q, embeddedPlan(q));
+  EXPECT_TRUE(rr.ok()) << rr.message;
+  const Plan plan = planPte(q, request());
+  EXPECT_TRUE(verifyPte(q, plan).ok());
+  EXPECT_TRUE(replayPte(q, plan).ok());
+}
+
 PteProgramSpec sharedStateProgram() {
   PteProgramSpec spec;
   for (const char* name : {"prefill", "decode"}) {

@@ -97,8 +97,9 @@ struct Tensor {
   // Windows in which the tensor holds no bytes (or, with a window, only
   // those bytes): while nodes [start, end) of its graph run (Gap in node
   // indices; the lifetime stage turns them into steps). Its content after
-  // a gap is written anew. Sorted, disjoint; only on tensors that neither
-  // alias nor are aliased, never at a node that uses them.
+  // a gap is written anew. Sorted, disjoint; only on a tensor that aliases
+  // none (its views and in-place results share its storage and its gaps;
+  // no ShareWith result may name it), never at a node that uses the storage.
   std::vector<Gap> gaps;
   // Fully qualified name of the state this tensor holds ("layers.0.k_cache"):
   // methods share a mutable buffer by fqn. Only on mutable buffers (state

@@ -1,4 +1,5 @@
 #include "export/export_util.h"
+#include "verify/pieces.h"
 
 #include <fmt/format.h>
 
@@ -195,13 +196,18 @@ std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId 
   // Sweep over +size at `first` and -size after `last` (closed lifetimes).
   // Unsigned wrap-around arithmetic keeps the running sum exact whenever the
   // true value fits, whatever order equal-step events come in.
+  // A spec with gaps counts the bytes of each piece (verify/pieces.h).
   std::vector<std::pair<TimeValue, Bytes>> events;
+  std::vector<verify::Piece> pieces;
   for (const Allocation& a : plan.allocations) {
     if (a.mem_id != mem_id) continue;
     const Spec* spec = allocSpec(plan, a);
     if (!spec || spec->last < spec->first) continue;
-    events.emplace_back(spec->first, a.size);
-    events.emplace_back(spec->last + 1, Bytes{0} - a.size);
+    verify::piecesOf(*spec, a.size, pieces);
+    for (const verify::Piece& p : pieces) {
+      events.emplace_back(p.first, p.end - p.begin);
+      events.emplace_back(p.last + 1, Bytes{0} - (p.end - p.begin));
+    }
   }
   std::sort(events.begin(), events.end(),
             [](const auto& x, const auto& y) { return x.first < y.first; });

@@ -154,6 +154,13 @@ std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
   return {count, devices};
 }
 
+// Inside one of the spec's gaps that holds none of its bytes.
+bool inGap(const Spec& s, TimeValue step) {
+  for (const Gap& g : s.gaps)
+    if (g.start <= step && step < g.end) return !g.window || g.window->first >= g.window->second;
+  return false;
+}
+
 }  // namespace
 
 std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
@@ -180,7 +187,7 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
       for (const Allocation& a : gp.allocations) {
         const Spec* spec = exportutil::allocSpec(gp, a);
         if (a.mem_id == info.mem_id && spec && spec->first <= rp.peak_step &&
-            rp.peak_step <= spec->last)
+            rp.peak_step <= spec->last && !inGap(*spec, rp.peak_step))
           live.push_back(&a);
       }
       // Largest first; ties by offset then spec so the order is total.

@@ -36,14 +36,30 @@
 //     loop; a lifetime that meets it covers all of it, unless the loop
 //     writes the value first and nothing outside the loop uses it (then no
 //     value crosses an iteration). Applied until nothing changes.
-//  6. The graph: one node per instruction (op from the operator table,
+//  6. Branches: in a method whose chain branches (a JumpFalseCall on a value
+//     computed at run time) and never jumps back, one path runs. ExecuTorch
+//     lays a torch.cond out as
+//         jump_false(pred) -> F; true branch; jump_false(constant false) -> J
+//         F: false branch;  J: the join
+//     and plans each branch on its own. There a group is alive at an
+//     instruction when a path through it uses the group at or before it and
+//     at or after it: its first to its last use, with gaps (Tensor::gaps)
+//     where only another branch runs. Moves are followed along each path
+//     (after `to = from`, a use of `to` uses the storage `from` held), in
+//     place of step 3: the true branch's result is alive at the join but
+//     not in the false branch. Groups that may reach one use from different
+//     branches at the same (memory_id, offset, size) are one storage (one
+//     value on two paths). A list moved, or a loop: steps 3 and 5 instead.
+//  7. The graph: one node per instruction (op from the operator table,
 //     "delegate:<id>", "move", "jump_false", "free"), inputs = what it reads
 //     or whose role is unknown, outputs = what it writes; a lifetime that
-//     steps 3 and 5 extended is kept by naming the group's tensor as an
+//     steps 3, 5 and 6 extended is kept by naming the group's tensor as an
 //     input of the node where it must still (or already) be alive.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "import/pte_format.h"
 #include "import/pte_raw.h"
@@ -97,6 +113,12 @@ struct Analysis {
   std::vector<std::int32_t> klass;      // tensor root -> class representative (union-find)
   std::vector<std::pair<std::int64_t, std::int64_t>> lifetime;  // group root -> final [a, b]
   std::size_t loops = 0;
+  // Step 6 (branch-aware lifetimes), when it applies: by group root, the
+  // instruction windows inside its lifetime where it holds no bytes, and
+  // whether the group was merged into another.
+  bool branches = false;
+  std::vector<std::vector<Gap>> gaps;
+  std::vector<char> absorbed;
 };
 
 // Which group last touched each byte of a memory id.
@@ -553,6 +575,248 @@ void lifetimes(const RawMethod& m, Analysis& a, const std::string& source, std::
   }
 }
 
+// Step 6. Positions: START 0, instruction i at i + 1, END n + 1. Returns
+// false (nothing changed) when the method does not branch, jumps back,
+// moves a list, or is too large to analyse within the work budget.
+class BranchAnalyser {
+ public:
+  BranchAnalyser(const RawMethod& m, Analysis& a) : m_(m), a_(a) {}
+
+  bool run() {
+    const auto n = static_cast<std::int64_t>(m_.kinds.size());
+    bool conditional = false;
+    for (std::size_t j = 0; j < m_.jumps.size(); ++j) {
+      if (m_.jumps[j].second <= m_.jumps[j].first) return false;  // a loop: step 5
+      conditional |= m_.jump_kinds[j] == JumpKind::Conditional;
+    }
+    if (!conditional) return false;
+    for (const RawMove& mv : m_.tensor_moves)
+      if (mv.from < 0) return false;
+    positions_ = static_cast<std::size_t>(n) + 2;
+    falls_.assign(positions_, 1);
+    falls_.back() = 0;
+    jump_to_.assign(positions_, -1);
+    for (std::size_t j = 0; j < m_.jumps.size(); ++j) {
+      const auto p = static_cast<std::size_t>(m_.jumps[j].first) + 1;
+      const std::int64_t to = m_.jumps[j].second + 1;
+      if (m_.jump_kinds[j] == JumpKind::Never) continue;
+      if (m_.jump_kinds[j] == JumpKind::Always) falls_[p] = 0;
+      jump_to_[p] = to;
+      incoming_.emplace_back(to, static_cast<std::int64_t>(p));
+    }
+    std::sort(incoming_.begin(), incoming_.end());
+    if (!followMoves()) return false;
+    mergeAlternatives();
+    if (!alive()) return false;
+    apply();
+    return true;
+  }
+
+ private:
+  using Set = std::vector<std::int32_t>;  // group roots, sorted
+  static constexpr std::size_t kMaxExtra = std::size_t{1} << 22;  // uses through moves
+
+  bool charge(std::uint64_t w) { return (work_ += w) <= kWorkBudget; }
+
+  void use(std::int32_t t, std::int64_t p) {
+    const std::int32_t g = a_.group_of[static_cast<std::size_t>(t)];
+    if (g >= 0) uses_.emplace_back(g, p);
+    const std::int32_t k = slot_[static_cast<std::size_t>(t)];
+    if (k < 0) return;
+    const Set& held = cur_[static_cast<std::size_t>(k)];
+    for (std::int32_t h : held)
+      if (h != g) uses_.emplace_back(h, p);
+    // What moves add is bounded (memory, not only time): past it, step 3.
+    extra_ += held.size() >= 2 ? 2 * held.size() : held.size();
+    if (held.size() >= 2 && extra_ <= kMaxExtra) alternatives_.push_back(held);
+  }
+
+  void unite(Set& into, const Set& from) {
+    work_ += into.size() + from.size();
+    Set out;
+    std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(out));
+    into = std::move(out);
+  }
+
+  // Which groups each moved-to tensor may hold, along every path; records
+  // every use of every group (uses_) and the sets that reach one use
+  // (alternatives_).
+  bool followMoves() {
+    const std::size_t nt = m_.tensors.size();
+    slot_.assign(nt, -1);
+    std::vector<std::int32_t> dests;
+    for (const RawMove& mv : m_.tensor_moves)
+      if (slot_[static_cast<std::size_t>(mv.to)] < 0) {
+        slot_[static_cast<std::size_t>(mv.to)] = static_cast<std::int32_t>(dests.size());
+        dests.push_back(mv.to);
+      }
+    const auto own = [&](std::int32_t t) {
+      const std::int32_t g = a_.group_of[static_cast<std::size_t>(t)];
+      return g >= 0 ? Set{g} : Set{};
+    };
+    cur_.resize(dests.size());
+    for (std::size_t k = 0; k < dests.size(); ++k) cur_[k] = own(dests[k]);
+    std::map<std::int64_t, std::vector<Set>> pending;  // by jump destination
+    for (std::int32_t t : m_.inputs) use(t, 0);
+    std::size_t move = 0;
+    for (std::size_t p = 1; p < positions_; ++p) {
+      auto it = pending.find(static_cast<std::int64_t>(p));
+      if (!falls_[p - 1]) {
+        if (it != pending.end()) cur_ = std::move(it->second);
+        else for (Set& s : cur_) s.clear();  // reached by no path
+      } else if (it != pending.end()) {
+        for (std::size_t k = 0; k < cur_.size(); ++k) unite(cur_[k], it->second[k]);
+      }
+      if (it != pending.end()) pending.erase(it);
+      if (!charge(cur_.size() + 1) || extra_ > kMaxExtra) return false;
+      const auto pos = static_cast<std::int64_t>(p);
+      if (p + 1 == positions_) {
+        for (std::int32_t t : m_.outputs) use(t, pos);
+        if (extra_ > kMaxExtra) return false;
+        break;
+      }
+      const std::size_t i = p - 1;
+      for (std::size_t r = m_.ref_begin[i]; r < m_.ref_begin[i + 1]; ++r) use(m_.refs[r].tensor, pos);
+      if (m_.kinds[i] == InstrKind::Move) {
+        const RawMove& mv = m_.tensor_moves[move++];
+        const std::int32_t k = slot_[static_cast<std::size_t>(mv.from)];
+        Set from = k >= 0 ? cur_[static_cast<std::size_t>(k)] : own(mv.from);
+        cur_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(mv.to)])] = std::move(from);
+      }
+      if (jump_to_[p] >= 0) {
+        auto [at, fresh] = pending.try_emplace(jump_to_[p]);
+        if (fresh) at->second = cur_;
+        else for (std::size_t k = 0; k < cur_.size(); ++k) unite(at->second[k], cur_[k]);
+      }
+    }
+    return true;
+  }
+
+  std::int32_t find(std::int32_t g) {
+    while (parent_[static_cast<std::size_t>(g)] != g)
+      g = parent_[static_cast<std::size_t>(g)] = parent_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(g)])];
+    return g;
+  }
+
+  // Groups that may reach one use from different paths at the same place
+  // become one storage (the earliest group's).
+  void mergeAlternatives() {
+    parent_.resize(m_.tensors.size());
+    std::iota(parent_.begin(), parent_.end(), 0);
+    const auto key = [&](std::int32_t g) {
+      const Group& G = a_.groups.at(g);
+      const PteAllocation& at = *m_.tensors[static_cast<std::size_t>(g)].alloc;
+      return std::make_tuple(at.mem_id, at.offset, G.size);
+    };
+    for (const Set& s : alternatives_)
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        const Group& G = a_.groups.at(s[i]);
+        if (G.state || G.size == 0) continue;
+        for (std::size_t j = i + 1; j < s.size(); ++j) {
+          const Group& H = a_.groups.at(s[j]);
+          if (H.state || H.size == 0 || key(s[i]) != key(s[j])) continue;
+          const std::int32_t x = find(s[i]), y = find(s[j]);
+          if (x == y) continue;
+          const bool x_first = std::make_pair(a_.groups.at(x).first, x) < std::make_pair(a_.groups.at(y).first, y);
+          parent_[static_cast<std::size_t>(x_first ? y : x)] = x_first ? x : y;
+        }
+      }
+  }
+
+  // Alive positions of each group (runs), merged groups together.
+  bool alive() {
+    std::sort(uses_.begin(), uses_.end());
+    uses_.erase(std::unique(uses_.begin(), uses_.end()), uses_.end());
+    std::vector<char> used, reach, live;
+    for (std::size_t u = 0, v = 0; u < uses_.size(); u = v) {
+      const std::int32_t g = uses_[u].first;
+      v = u;
+      while (v < uses_.size() && uses_[v].first == g) ++v;
+      if (a_.groups.at(g).state) continue;  // the whole method
+      const std::int64_t lo = uses_[u].second, hi = uses_[v - 1].second;
+      const auto w = static_cast<std::size_t>(hi - lo + 1);
+      if (!charge(3 * w)) return false;
+      used.assign(w, 0);
+      for (std::size_t k = u; k < v; ++k) used[static_cast<std::size_t>(uses_[k].second - lo)] = 1;
+      reach.assign(w, 0);
+      auto in = std::lower_bound(incoming_.begin(), incoming_.end(), std::make_pair(lo, std::int64_t{0}));
+      for (std::int64_t p = lo; p <= hi; ++p) {
+        const auto i = static_cast<std::size_t>(p - lo);
+        bool r = used[i] || (p > lo && falls_[static_cast<std::size_t>(p - 1)] && reach[i - 1]);
+        for (; in != incoming_.end() && in->first == p; ++in) {
+          if (!charge(1)) return false;
+          r = r || (in->second >= lo && reach[static_cast<std::size_t>(in->second - lo)]);
+        }
+        reach[i] = r;
+      }
+      live.assign(w, 0);
+      for (std::int64_t p = hi; p >= lo; --p) {
+        const auto i = static_cast<std::size_t>(p - lo);
+        const std::int64_t to = jump_to_[static_cast<std::size_t>(p)];
+        live[i] = used[i] || (p < hi && falls_[static_cast<std::size_t>(p)] && live[i + 1]) ||
+                  (to >= 0 && to <= hi && live[static_cast<std::size_t>(to - lo)]);
+      }
+      std::vector<std::pair<std::int64_t, std::int64_t>>& runs = runs_[find(g)];
+      for (std::int64_t p = lo; p <= hi; ++p) {
+        const auto i = static_cast<std::size_t>(p - lo);
+        if (!(reach[i] && live[i])) continue;
+        if (!runs.empty() && runs.back().second + 1 == p && runs.back().first <= p) runs.back().second = p;
+        else runs.emplace_back(p, p);
+      }
+    }
+    return true;
+  }
+
+  // Lifetimes (chain time) and gaps (instruction windows) from the runs;
+  // merged groups' tensors join the surviving group.
+  void apply() {
+    a_.branches = true;
+    a_.gaps.assign(m_.tensors.size(), {});
+    a_.absorbed.assign(m_.tensors.size(), 0);
+    for (Group& G : a_.groups) {
+      const std::int32_t r = find(G.root);
+      if (r == G.root) continue;
+      a_.absorbed[static_cast<std::size_t>(G.root)] = 1;
+      Group& R = a_.groups.at(r);
+      for (std::int32_t t : G.members) {
+        a_.group_of[static_cast<std::size_t>(t)] = r;
+        R.members.push_back(t);
+      }
+      R.first = std::min(R.first, G.first);
+      R.last = std::max(R.last, G.last);
+      R.size = std::max(R.size, G.size);
+    }
+    for (auto& [g, runs] : runs_) {
+      std::sort(runs.begin(), runs.end());
+      std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+      for (const auto& run : runs) {
+        if (!merged.empty() && run.first <= merged.back().second + 1)
+          merged.back().second = std::max(merged.back().second, run.second);
+        else merged.push_back(run);
+      }
+      a_.lifetime[static_cast<std::size_t>(g)] = {merged.front().first - 1, merged.back().second - 1};
+      std::vector<Gap>& gaps = a_.gaps[static_cast<std::size_t>(g)];
+      for (std::size_t k = 1; k < merged.size(); ++k)
+        gaps.push_back(Gap{merged[k - 1].second, merged[k].first - 1, std::nullopt});  // instructions
+    }
+  }
+
+  const RawMethod& m_;
+  Analysis& a_;
+  std::size_t positions_ = 0;
+  std::vector<char> falls_;                    // position -> falls through to the next
+  std::vector<std::int64_t> jump_to_;          // position -> jump destination, -1: none
+  std::vector<std::pair<std::int64_t, std::int64_t>> incoming_;  // (destination, source)
+  std::vector<std::int32_t> slot_;             // tensor -> index of cur_ (moved to), -1
+  std::vector<Set> cur_;
+  std::vector<std::pair<std::int32_t, std::int64_t>> uses_;  // (group root, position)
+  std::vector<Set> alternatives_;
+  std::vector<std::int32_t> parent_;           // group root -> merged into (union-find)
+  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> runs_;  // by survivor
+  std::uint64_t work_ = 0;
+  std::size_t extra_ = 0;
+};
+
 std::optional<DType> dtypeOf(std::int8_t code) {
   static constexpr DType kTypes[] = {
       DType::UInt8,      DType::Int8,       DType::Int16,      DType::Int32,     DType::Int64,
@@ -586,6 +850,7 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
   shareState(raw, an);
   for (std::size_t m = 0; m < nm; ++m)
     lifetimes(raw.methods[m], an[m], out.source, static_cast<std::int64_t>(m));
+  for (std::size_t m = 0; m < nm; ++m) BranchAnalyser(raw.methods[m], an[m]).run();
 
   Model& model = out.model;
   model.name = out.source;
@@ -653,6 +918,7 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
         if (G.shared) y.offset = x.alloc->offset;
         p.state = G.state;
         p.shared = G.shared;
+        if (a.branches && g == static_cast<std::int32_t>(t)) y.gaps = a.gaps[t];
         if (g != static_cast<std::int32_t>(t)) {
           // Written where it first appears: an in-place result re-stamping
           // the bytes; otherwise a view of them.
@@ -684,11 +950,16 @@ void buildProgram(RawProgram& raw, PteProgram& out) {
     std::vector<std::vector<TensorId>> keep(static_cast<std::size_t>(end));
     for (const Group& G : a.groups) {
       if (G.state) continue;  // MutableBuffer: the whole method
+      if (a.branches && a.absorbed[static_cast<std::size_t>(G.root)]) continue;
       const std::int32_t root = G.root;
       const auto [first, last] = a.lifetime[static_cast<std::size_t>(root)];
       if (end == 0) continue;
       if (first < G.first) keep[static_cast<std::size_t>(std::max<std::int64_t>(first, 0))].push_back(base + root);
-      if (last > G.last) keep[static_cast<std::size_t>(std::min(last, end - 1))].push_back(base + root);
+      // Step 6: a branch's result returned through a move is alive at the
+      // end but maybe not in the last instructions (another branch): it is
+      // named among the outputs.
+      if (last > G.last && a.branches && last == end) graph.outputs.push_back(base + root);
+      else if (last > G.last) keep[static_cast<std::size_t>(std::min(last, end - 1))].push_back(base + root);
     }
     graph.nodes.reserve(static_cast<std::size_t>(end));
     for (std::size_t i = 0; i < static_cast<std::size_t>(end); ++i) {

@@ -215,6 +215,7 @@ class Importer {
            at("values"));
     m.value_tensor.assign(n, -1);
     value_tensor_.assign(n, -1);
+    bool_value_.assign(n, -1);
     list_range_.assign(n, {0, 0});
     list_items_.clear();
     // Lists name tensors by value index; tensors come first in a pass of
@@ -224,6 +225,10 @@ class Importer {
       const fb::Table* ev = r_.tableAt(values, static_cast<fb::uoffset_t>(i), w);
       const auto type = r_.scalar<std::uint8_t>(ev, evalue_f::kValType, kNoValue, w, "val_type");
       if (type > kOptionalTensorList) r_.fail(ev, w, fmt::format("unknown value type {}", type));
+      if (type == kBool) {
+        const fb::Table* b = r_.table(ev, evalue_f::kVal, w, "bool");
+        bool_value_[i] = b && r_.scalar<std::uint8_t>(b, field(0), 0, w, "bool_val") != 0 ? 1 : 0;
+      }
       if (type != kTensor) continue;
       const fb::Table* t = r_.table(ev, evalue_f::kVal, w, "tensor");
       if (!t) r_.fail(ev, w, "a Tensor value without its table");
@@ -308,6 +313,8 @@ class Importer {
     const std::size_t nchains = chains ? chains->size() : 0;
     std::vector<std::int32_t> stamp(m.tensors.size(), -1);  // last instruction naming a tensor
     std::vector<std::size_t> slot(m.tensors.size(), 0);     // its ref there
+    std::vector<char> named(bool_value_.size(), 0);         // value named by a non-jump
+    std::vector<std::int32_t> conds;                        // each jump's condition value
     m.ref_begin.push_back(0);
     for (std::size_t c = 0; c < nchains; ++c) {
       const fb::Table* chain = r_.tableAt(chains, static_cast<fb::uoffset_t>(c), at("chain", static_cast<std::int64_t>(c)));
@@ -316,7 +323,9 @@ class Importer {
       const auto base = static_cast<std::int64_t>(m.kinds.size());
       if (base + static_cast<std::int64_t>(n) > (std::int64_t{1} << 30))
         r_.fail(chain, at("chain", static_cast<std::int64_t>(c)), "more than 2^30 instructions");
-      charge((sizeof(InstrKind) + sizeof(std::int32_t) + 2 * sizeof(std::size_t) + sizeof(Node)) * n, chain, at("chain"));
+      charge((sizeof(InstrKind) + sizeof(std::int32_t) + 2 * sizeof(std::size_t) + sizeof(Node) +
+              sizeof(RawMove) + sizeof(JumpKind)) * n,
+             chain, at("chain"));
       for (std::size_t k = 0; k < n; ++k) {
         const auto index = static_cast<std::int32_t>(base + static_cast<std::int64_t>(k));
         const Where w = at("instruction", index);
@@ -353,6 +362,8 @@ class Importer {
             m.target.push_back(target);
             const auto* a = r_.vector<std::int32_t>(args, kCallSecond, w, "args");
             readArgs(a, m, args, w, add);
+            if (a)
+              for (fb::uoffset_t j = 0; j < a->size(); ++j) named[static_cast<std::size_t>(a->Get(j))] = 1;
             break;
           }
           case kMoveCall: {
@@ -367,6 +378,10 @@ class Importer {
             };
             expand(from, [&](std::int32_t t) { add(t, false); link(t); });
             expand(to, [&](std::int32_t t) { add(t, true); link(t); });
+            named[static_cast<std::size_t>(from)] = named[static_cast<std::size_t>(to)] = 1;
+            const std::int32_t tf = value_tensor_[static_cast<std::size_t>(from)];
+            const std::int32_t tt = value_tensor_[static_cast<std::size_t>(to)];
+            m.tensor_moves.push_back(tf >= 0 && tt >= 0 ? RawMove{index, tf, tt} : RawMove{index, -1, -1});
             break;
           }
           case kJumpFalseCall: {
@@ -378,6 +393,7 @@ class Importer {
             m.kinds.push_back(InstrKind::Jump);
             m.target.push_back(-1);
             m.jumps.emplace_back(index, static_cast<std::int32_t>(base + dest));
+            conds.push_back(cond);
             expand(cond, [&](std::int32_t t) { add(t, false); });
             break;
           }
@@ -386,11 +402,20 @@ class Importer {
             m.kinds.push_back(InstrKind::Free);
             m.target.push_back(-1);
             expand(v, [&](std::int32_t t) { add(t, false); });
+            named[static_cast<std::size_t>(v)] = 1;
             break;
           }
         }
         m.ref_begin.push_back(m.refs.size());
       }
+    }
+    // A Bool value no other instruction names is a constant.
+    for (std::int32_t c : conds) {
+      const auto v = static_cast<std::size_t>(c);
+      const bool constant = bool_value_[v] >= 0 && !named[v];
+      m.jump_kinds.push_back(!constant ? JumpKind::Conditional
+                             : bool_value_[v] ? JumpKind::Never
+                                              : JumpKind::Always);
     }
   }
 
@@ -431,6 +456,7 @@ class Importer {
   Bytes budget_;
   // Of the method being read.
   std::vector<std::int32_t> value_tensor_;
+  std::vector<std::int8_t> bool_value_;  // Bool values: 0 or 1; others -1
   std::vector<std::pair<std::size_t, std::size_t>> list_range_;
   std::vector<std::int32_t> list_items_;
 };

@@ -73,6 +73,7 @@ Plan embeddedPlan(const PteProgram& p, Bytes alignment) {
       b.end = s.last + 1;
       b.size = alignUp(s.nbytes, std::max<Bytes>(alignment, 1)).value_or(kMaxBytes);
       b.nbytes = s.nbytes;
+      b.gaps = s.gaps;  // branches not taken together (pte_chain.cpp step 6)
       problems[t.allocation->mem_id].buffers.push_back(b);
     }
     for (auto& [m, problem] : problems) {

@@ -35,6 +35,17 @@ struct RawRef {
 
 enum class InstrKind : std::uint8_t { Kernel, Delegate, Move, Jump, Free };
 
+enum class JumpKind : std::uint8_t {
+  Conditional,  // falls through or jumps, as the value says at run time
+  Always,       // tests a constant false: always jumps
+  Never,        // tests a constant true: never jumps
+};
+
+struct RawMove {
+  std::int32_t instruction = 0;
+  std::int32_t from = -1, to = -1;   // tensor indices
+};
+
 struct RawMethod {
   std::string name;
   std::size_t table_pos = 0;
@@ -48,6 +59,12 @@ struct RawMethod {
   std::vector<std::size_t> ref_begin;       // refs of instruction i: [ref_begin[i], ref_begin[i+1])
   std::vector<RawRef> refs;
   std::vector<std::pair<std::int32_t, std::int32_t>> jumps;  // (instruction, destination)
+  // Per jump: whether its condition is a Bool value no instruction writes
+  // (ExecuTorch's jump over a cond's false branch tests a constant false).
+  std::vector<JumpKind> jump_kinds;
+  // Per move instruction: its tensors, when it moves one tensor to another
+  // (-1, -1: a list, or not a tensor).
+  std::vector<RawMove> tensor_moves;
   std::vector<std::pair<std::int32_t, std::int32_t>> moves;  // tensors whose storage moves share
   std::vector<std::string> op_names;        // operator table: "name.overload"
   std::vector<std::string> delegate_ids;

@@ -67,8 +67,8 @@ void validateModel(const Model& m) {
                          tensorLabel(m, x.alias_of)));
     }
   }
-  // Gaps: node windows of the owning graph, sorted and disjoint, on tensors
-  // whose storage is their own alone.
+  // Gaps: node windows of the owning graph, sorted and disjoint, on the
+  // tensor that owns a storage (its views and in-place results share them).
   for (TensorId t = 0; t < num_tensors; ++t) {
     const Tensor& x = m.tensors[t];
     if (x.gaps.empty()) continue;
@@ -89,10 +89,14 @@ void validateModel(const Model& m) {
     if (x.alias != AliasKind::None)
       fail(fmt::format("{}: a tensor with gaps cannot alias another", tensorLabel(m, t)));
   }
+  bool any_gaps = false;
   for (TensorId t = 0; t < num_tensors; ++t) {
+    any_gaps |= !m.tensors[t].gaps.empty();
     const TensorId base = m.tensors[t].alias_of;
-    if (base >= 0 && base < num_tensors && !m.tensors[base].gaps.empty())
-      fail(fmt::format("{}: aliases {}, which has gaps (a tensor with gaps keeps its storage to itself)",
+    if (m.tensors[t].alias == AliasKind::ShareWith && base >= 0 && base < num_tensors &&
+        !m.tensors[base].gaps.empty())
+      fail(fmt::format("{}: shares the allocation of {}, which has gaps (its views and in-place "
+                       "results may share its storage, nothing else)",
                        tensorLabel(m, t), tensorLabel(m, base)));
   }
 
@@ -112,6 +116,25 @@ void validateModel(const Model& m) {
       }
       if (cur != kNone && state[cur] == kOnPath) fail(fmt::format("{}: alias cycle", tensorLabel(m, cur)));
       for (TensorId p : path) state[p] = kEnds;
+    }
+  }
+  // The tensor owning each storage that has gaps (views and in-place results
+  // followed; chains end, so each walk is remembered and the whole is O(n)).
+  std::vector<TensorId> owner;
+  if (any_gaps) {
+    owner.assign(m.tensors.size(), kNone);
+    std::vector<TensorId> walk;
+    for (TensorId t = 0; t < num_tensors; ++t) {
+      walk.clear();
+      TensorId cur = t;
+      while (owner[cur] == kNone && (m.tensors[cur].alias == AliasKind::View ||
+                                     m.tensors[cur].alias == AliasKind::InPlace)) {
+        walk.push_back(cur);
+        cur = m.tensors[cur].alias_of;
+      }
+      const TensorId root = owner[cur] != kNone ? owner[cur] : cur;
+      owner[cur] = root;
+      for (TensorId w : walk) owner[w] = root;
     }
   }
 
@@ -204,9 +227,10 @@ void validateModel(const Model& m) {
         where(fmt::format("{}: {} belongs to graph {}, not visible here", ctx, tensorLabel(m, t),
                           m.tensors[t].graph));
     };
-    // A node may not use a tensor of its graph inside one of its gaps.
+    // A node may not use a tensor of its graph inside one of its storage's gaps.
     const auto inGap = [&](TensorId t, NodeId n, const std::string& ctx) {
-      const Tensor& x = m.tensors[t];
+      if (owner.empty()) return;
+      const Tensor& x = m.tensors[owner[t]];
       if (x.gaps.empty() || x.graph != g) return;
       const auto after = std::upper_bound(x.gaps.begin(), x.gaps.end(), TimeValue{n},
                                           [](TimeValue v, const Gap& gap) { return v < gap.start; });

@@ -84,9 +84,9 @@ class BodyReads {
 };
 
 // Gaps of tensors (node windows) become the specs' gaps in steps, clipped
-// to the lifetime; a gap holding a step where the tensor is used is an
-// error. Such tensors neither alias nor are aliased (validateModel), so
-// each is its spec's only member.
+// to the lifetime; a gap holding a step where the tensor (or a view or
+// in-place result of it: one storage) is used is an error. Only the tensor
+// owning a storage has gaps (validateModel): its spec's representative.
 void addGaps(const Model& m, const Graph& graph, GraphSpecs& result,
              std::vector<std::pair<SpecId, TimeValue>>& uses) {
   std::sort(uses.begin(), uses.end());
@@ -183,7 +183,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     Spec& spec = result.specs[s];
     spec.first = std::min(spec.first, i);
     spec.last = std::max(spec.last, i);
-    if (!m.tensors[t].gaps.empty()) gapped_uses.emplace_back(s, i);
+    if (!m.tensors[spec.tensor].gaps.empty()) gapped_uses.emplace_back(s, i);
   };
 
   for (TimeValue i = 0; i < num_inputs; ++i) touch(graph.inputs[i], i);
