@@ -99,7 +99,7 @@ TEST(Gaps, AViewSharesItsBaseGapsInTheSpecs) {
   text.replace(text.find(R"({"name": "y", "nbytes": 64})"), 27,
                R"({"name": "y", "nbytes": 64, "alias": {"kind": "view", "of": "x"}})");
   const Input in = readInput(text, "g.json");
-  const GraphSpecs specs = collectSpecs(*in.model, 0, PlanOptions{});
+  const GraphSpecs specs = collectSpecs(*in.model(), 0, PlanOptions{});
   const Spec& x = specs.specs[specs.tensor_spec[1]];
   EXPECT_EQ(specs.tensor_spec[2], specs.tensor_spec[1]);
   EXPECT_EQ(x.members, (std::vector<TensorId>{1, 2}));

@@ -198,13 +198,13 @@ std::vector<std::pair<TimeValue, Bytes>> liveCurve(const GraphPlan& plan, MemId 
   // true value fits, whatever order equal-step events come in.
   // A spec with gaps counts the bytes of each piece (verify/pieces.h).
   std::vector<std::pair<TimeValue, Bytes>> events;
-  std::vector<verify::Piece> pieces;
+  std::vector<piece::Piece> pieces;
   for (const Allocation& a : plan.allocations) {
     if (a.mem_id != mem_id) continue;
     const Spec* spec = allocSpec(plan, a);
     if (!spec || spec->last < spec->first) continue;
-    verify::piecesOf(*spec, a.size, pieces);
-    for (const verify::Piece& p : pieces) {
+    piece::piecesOf(*spec, a.size, pieces);
+    for (const piece::Piece& p : pieces) {
       events.emplace_back(p.first, p.end - p.begin);
       events.emplace_back(p.last + 1, Bytes{0} - (p.end - p.begin));
     }
