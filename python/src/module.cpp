@@ -173,6 +173,17 @@ struct PyVerify {
   VerifyResult r;
 };
 
+// One field of the plan beside TFLite Micro's own planner; None unless the
+// input is a .tflite planned into one pool.
+py::object tflmField(const PyPlan& p, Bytes TflmComparison::*field) {
+  std::optional<TflmComparison> c;
+  {
+    py::gil_scoped_release release;
+    c = compareWithTflm(*p.input, *p.plan);
+  }
+  return c ? py::object(py::int_((*c).*field)) : py::object(py::none());
+}
+
 // ---- the ExecuTorch plug-in's entry: an in-memory spec list ----
 
 struct SpecPlan {
@@ -482,22 +493,12 @@ PYBIND11_MODULE(_memplan, m) {
           py::arg("path"), py::arg("include_timing") = false)
       .def_property_readonly("carried", [](const PyPlan& p) { return p.carried; },
                              "The plan the input carries in itself (memplan.carried_plan).")
-      .def_property_readonly("tflite_micro_bytes", [](const PyPlan& p) -> py::object {
-            std::optional<TflmComparison> c;
-            {
-              py::gil_scoped_release release;
-              c = compareWithTflm(*p.input, *p.plan);
-            }
-            return c ? py::object(py::int_(c->tflm)) : py::object(py::none()); },
+      .def_property_readonly("tflite_micro_bytes", [](const PyPlan& p) {
+            return tflmField(p, &TflmComparison::tflm); },
           "A .tflite planned into one pool: the arena TFLite Micro's own planner "
           "(GreedyMemoryPlanner) needs for it; None otherwise.")
-      .def_property_readonly("tflite_micro_arena_size", [](const PyPlan& p) -> py::object {
-            std::optional<TflmComparison> c;
-            {
-              py::gil_scoped_release release;
-              c = compareWithTflm(*p.input, *p.plan);
-            }
-            return c ? py::object(py::int_(c->arena_size)) : py::object(py::none()); },
+      .def_property_readonly("tflite_micro_arena_size", [](const PyPlan& p) {
+            return tflmField(p, &TflmComparison::arena_size); },
           "A .tflite planned into one pool: the kTensorArenaSize to give TFLite Micro "
           "with this plan (its head, TFLite Micro's own tensors, operators and kernel "
           "data; estimated); None otherwise.")
