@@ -8,15 +8,13 @@
 #include <fmt/format.h>
 
 #include "memplan/specs.h"
+#include "ir/body_walk.h"
 
 namespace memplan {
 namespace {
 
 // Tensors owned by `g` that body `root`, or any body it runs, uses: each
-// once, in the order a depth-first walk (nodes in order: inputs, outputs,
-// then the node's bodies; the graph's outputs last) first meets them. Each
-// graph is walked once per root, however many nodes run it (bodies form a
-// DAG; a shared one is common), and without recursion (deep nesting).
+// once, in the order walkBodiesOnce (ir/body_walk.h) first meets them.
 class BodyReads {
  public:
   BodyReads(const Model& m, GraphId g)
@@ -27,49 +25,17 @@ class BodyReads {
     if (memo_[root] >= 0) return lists_[static_cast<std::size_t>(memo_[root])];
     memo_[root] = static_cast<std::int32_t>(lists_.size());
     std::vector<TensorId>& out = lists_.emplace_back();
-    const auto take = [&](TensorId t) {
-      if (m_.tensors[t].graph != g_ || seen_tensor_[t]) return;
-      seen_tensor_[t] = 1;
-      out.push_back(t);
-    };
-    struct Frame {
-      GraphId graph;
-      std::size_t node = 0, sub = 0;  // next body of node `node` to walk
-    };
-    std::vector<Frame> stack;
     std::vector<GraphId> visited;
-    const auto enter = [&](GraphId x) {
-      if (seen_graph_[x]) return;  // walked (or being walked) for this root
-      seen_graph_[x] = 1;
-      visited.push_back(x);
-      stack.push_back({x});
-      const Graph& graph = m_.graphs[x];
-      if (!graph.nodes.empty()) {
-        for (TensorId t : graph.nodes[0].inputs) take(t);
-        for (TensorId t : graph.nodes[0].outputs) take(t);
-      }
-    };
-    enter(root);
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      const Graph& graph = m_.graphs[f.graph];
-      if (f.node == graph.nodes.size()) {
-        for (TensorId t : graph.outputs) take(t);
-        stack.pop_back();
-        continue;
-      }
-      const Node& node = graph.nodes[f.node];
-      if (f.sub < node.subgraphs.size()) {
-        enter(node.subgraphs[f.sub++]);  // may invalidate f
-        continue;
-      }
-      f.node++;
-      f.sub = 0;
-      if (f.node < graph.nodes.size()) {
-        for (TensorId t : graph.nodes[f.node].inputs) take(t);
-        for (TensorId t : graph.nodes[f.node].outputs) take(t);
-      }
-    }
+    walkBodiesOnce(
+        m_, root, seen_graph_, [&](GraphId x) { visited.push_back(x); },
+        [&](const std::vector<TensorId>& list) {
+          for (TensorId t : list) {
+            if (m_.tensors[t].graph != g_ || seen_tensor_[t]) continue;
+            seen_tensor_[t] = 1;
+            out.push_back(t);
+          }
+        },
+        [](GraphId) {});
     for (GraphId x : visited) seen_graph_[x] = 0;
     for (TensorId t : out) seen_tensor_[t] = 0;
     return out;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "memplan/verify.h"
+#include "ir/body_walk.h"
 #include "verify/pieces.h"
 
 namespace memplan {
@@ -387,6 +388,7 @@ class ModelReplay {
     traces_.resize(m_.graphs.size());
     touched_.assign(storages_.size(), 0);
     captured_.resize(m_.graphs.size());
+    walked_.assign(m_.graphs.size(), 0);
     state_of_.resize(m_.graphs.size());
     for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
       if (m_.tensors[t].kind == TensorKind::MutableBuffer && m_.tensors[t].graph >= 0 &&
@@ -654,48 +656,18 @@ class ModelReplay {
     std::map<GraphId, std::size_t> order;  // graph -> position in `walk`
     std::vector<GraphId> walk, finished;
     std::map<TensorId, std::size_t> index;  // tensor -> position in `out`
-    const auto take = [&](const std::vector<TensorId>& list) {
-      for (TensorId t : list)
-        if (outside(t) && index.emplace(t, out.size()).second) out.push_back({t, 0});
-    };
-    struct Frame {
-      GraphId graph;
-      std::size_t node = 0, sub = 0;
-    };
-    std::vector<Frame> stack;
-    const auto enter = [&](GraphId x) {
-      if (x < 0 || static_cast<std::size_t>(x) >= m_.graphs.size() || order.count(x) || stack.size() > 64) return;
-      order.emplace(x, walk.size());
-      walk.push_back(x);
-      stack.push_back({x});
-      const Graph& graph = m_.graphs[x];
-      if (!graph.nodes.empty()) {
-        take(graph.nodes[0].inputs);
-        take(graph.nodes[0].outputs);
-      }
-    };
-    enter(body);
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      const Graph& graph = m_.graphs[f.graph];
-      if (f.node == graph.nodes.size()) {
-        take(graph.outputs);
-        finished.push_back(f.graph);
-        stack.pop_back();
-        continue;
-      }
-      const Node& node = graph.nodes[f.node];
-      if (f.sub < node.subgraphs.size()) {
-        enter(node.subgraphs[f.sub++]);  // may invalidate f
-        continue;
-      }
-      f.node++;
-      f.sub = 0;
-      if (f.node < graph.nodes.size()) {
-        take(graph.nodes[f.node].inputs);
-        take(graph.nodes[f.node].outputs);
-      }
-    }
+    walkBodiesOnce(
+        m_, body, walked_,
+        [&](GraphId x) {
+          order.emplace(x, walk.size());
+          walk.push_back(x);
+        },
+        [&](const std::vector<TensorId>& list) {
+          for (TensorId t : list)
+            if (outside(t) && index.emplace(t, out.size()).second) out.push_back({t, 0});
+        },
+        [&](GraphId x) { finished.push_back(x); });
+    for (GraphId x : walk) walked_[x] = 0;
     // 2. How many ways each graph is entered from `body` (callers first:
     // reverse finishing order), and each use counted that many times.
     std::vector<std::uint64_t> paths(walk.size(), 0);
@@ -818,6 +790,7 @@ class ModelReplay {
   Recorder* recorder_ = nullptr;                            // the body being traced
   std::vector<std::optional<Trace>> traces_;                // by body
   std::vector<std::optional<std::vector<Use>>> captured_;  // by body
+  std::vector<char> walked_;  // walkBodiesOnce's marks, cleared after each walk
   std::vector<std::vector<TensorId>> state_of_;             // by graph: its mutable buffers
   std::vector<char> touched_;                               // scratch of kept(), by storage
 
