@@ -37,6 +37,31 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
   return n;
 }
 
+// `s` with each byte that is neither part of a valid UTF-8 sequence nor an
+// ASCII byte `keep` accepts written \xNN; a kept backslash becomes
+// `backslash`.
+template <class Keep>
+std::string hexEscaped(std::string_view s, Keep keep, std::string_view backslash) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? (keep(c) ? 1 : 0) : utf8Length(s, i);
+    if (n > 0) {
+      if (c == '\\') out.append(backslash);
+      else out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace
 
 bool isUtf8(std::string_view s) {
@@ -53,24 +78,7 @@ bool isUtf8(std::string_view s) {
 }
 
 std::string escapeBytes(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : utf8Length(s, i);
-    if (n > 0) {
-      if (c == '\\') out += '\\';
-      out.append(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    out += "\\x";
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-    ++i;
-  }
-  return out;
+  return hexEscaped(s, [](unsigned char) { return true; }, "\\\\");
 }
 
 std::optional<std::string> unescapeBytes(std::string_view s) {
@@ -102,28 +110,8 @@ std::optional<std::string> unescapeBytes(std::string_view s) {
 }
 
 std::string printable(std::string_view s, std::size_t max) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const std::string_view cut = s.substr(0, max);
-  std::string out;
-  out.reserve(cut.size());
-  for (std::size_t i = 0; i < cut.size();) {
-    const auto c = static_cast<unsigned char>(cut[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    const std::size_t n = c >= 0x80 ? utf8Length(cut, i) : 0;
-    if (n > 0) {
-      out.append(cut.substr(i, n));
-      i += n;
-      continue;
-    }
-    out += "\\x";
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-    ++i;
-  }
+  std::string out =
+      hexEscaped(s.substr(0, max), [](unsigned char c) { return c >= 0x20 && c < 0x7f; }, "\\");
   if (s.size() > max) out += "...";
   return out;
 }
