@@ -68,6 +68,8 @@ inline std::optional<Bytes> checkedAdd(Bytes a, Bytes b) {
   if (a > kMaxBytes || b > kMaxBytes - a) return std::nullopt;
   return a + b;
 }
+// a + b, or kMaxBytes when that overflows (sums that are only compared).
+inline Bytes saturatingAdd(Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); }
 inline std::optional<Bytes> checkedMul(Bytes a, Bytes b) {
   if (a == 0 || b == 0) return Bytes{0};
   if (a > kMaxBytes / b) return std::nullopt;

@@ -29,14 +29,15 @@
 
 #include <cstring>
 
+#include "import/flatbuffer_reader.h"
 #include "memplan/tflite_micro.h"
 
 namespace memplan {
 namespace {
 
 namespace fb = flatbuffers;
-using FieldId = fb::voffset_t;
-constexpr FieldId field(int id) { return static_cast<FieldId>(4 + 2 * id); }
+using flatbuf::FieldId;
+using flatbuf::field;
 
 // TFLite schema: Model's fields in declaration order.
 constexpr int kVersion = 0, kBuffers = 4, kMetadata = 6, kModelFields = 8;

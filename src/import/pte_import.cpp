@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "import/pte_format.h"
+#include "memplan/limits.h"
 #include "import/pte_raw.h"
 
 namespace memplan {
@@ -34,10 +35,10 @@ namespace {
 // Bounds: a file may claim any count; absurd ones are refused before
 // allocating. What memplan builds is charged against 256 MiB + 16 x file.
 constexpr std::size_t kMaxMethods = 1 << 16;
-constexpr std::size_t kMaxRank = 64;
+using limits::kMaxRank;
 constexpr Bytes kMemoryAllowance = Bytes{256} << 20;
 constexpr Bytes kMemoryPerFileByte = 16;
-constexpr MemId kMaxMemId = 4096;  // planSpecs' limit on pools
+using limits::kMaxMemId;  // planSpecs' limit on pools
 // Methods are planned over the program's whole tensor table (one table of
 // every method's tensors): methods x tensors is bounded.
 constexpr std::size_t kMaxMethodTensors = std::size_t{1} << 26;

@@ -51,6 +51,7 @@
 
 #include "import/flatbuffer_reader.h"
 #include "memplan/import.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace {
@@ -103,9 +104,9 @@ constexpr std::uint8_t kIfOptions = 92, kWhileOptions = 93, kCallOnceOptions = 1
 // Bounds: a file may claim any count; memplan refuses absurd ones before
 // allocating (vectors are also bounded by the file size: >= 4 bytes each).
 constexpr std::size_t kMaxSubgraphs = 1 << 16;
-constexpr std::size_t kMaxTensors = 1 << 22;    // over all subgraphs
+using limits::kMaxTensors;  // over all subgraphs
 constexpr std::size_t kMaxOperators = 1 << 22;  // over all subgraphs
-constexpr std::size_t kMaxRank = 64;
+using limits::kMaxRank;
 constexpr std::size_t kMaxNesting = 64;  // control-flow depth below main
 // Offsets may share one table, vector or string among many owners, so what
 // memplan builds can outgrow the file. Bytes materialized (tensors, nodes,
@@ -197,9 +198,9 @@ struct Where {
 
 // The model's flatbuffer, checked as it is read; `file_size` bounds what the
 // importer may allocate.
-class Reader : public flatbuf::Reader<Where> {
+class TfliteReader : public flatbuf::Reader<Where> {
  public:
-  Reader(const std::uint8_t* buf, std::size_t size, std::size_t file_size,
+  TfliteReader(const std::uint8_t* buf, std::size_t size, std::size_t file_size,
          const std::string& source)
       : flatbuf::Reader<Where>(buf, size, source, {"a TFLite flatbuffer", 1u << 26, false}),
         file_size_(file_size) {}
@@ -227,7 +228,7 @@ struct RawSubgraph {
 
 class TfliteImporter {
  public:
-  TfliteImporter(Reader& r, const std::string& source, const ImportOptions& options)
+  TfliteImporter(TfliteReader& r, const std::string& source, const ImportOptions& options)
       : r_(r), source_(source), options_(options) {}
 
   Model run() {
@@ -717,7 +718,7 @@ class TfliteImporter {
     return m;
   }
 
-  Reader& r_;
+  TfliteReader& r_;
   const std::string& source_;
   const ImportOptions& options_;
   std::vector<Bytes> buffer_bytes_;    // stored bytes of each buffer
@@ -733,7 +734,7 @@ class TfliteImporter {
   Bytes budget_ = kMemoryAllowance + kMemoryPerFileByte * r_.fileSize();
 };
 
-bool printable(char c) { return c >= 0x20 && c < 0x7f; }
+bool printableAscii(char c) { return c >= 0x20 && c < 0x7f; }
 
 // Checks the header and runs `f` on an importer over a suitably aligned copy.
 template <typename F>
@@ -743,7 +744,7 @@ auto withImporter(std::string_view bytes, const std::string& source_name,
     throw InputError(
         fmt::format("{}: not a TFLite flatbuffer (file is {} bytes)", source_name, bytes.size()));
   const std::string_view ident = bytes.substr(4, 4);
-  if (ident != "TFL3" && std::all_of(ident.begin(), ident.end(), printable))
+  if (ident != "TFL3" && std::all_of(ident.begin(), ident.end(), printableAscii))
     throw InputError(
         fmt::format("{}: byte 4: file identifier '{}' is not 'TFL3'", source_name, ident));
   // Flatbuffer scalars are read in place: give them 8-byte alignment.
@@ -756,7 +757,7 @@ auto withImporter(std::string_view bytes, const std::string& source_name,
   }
   // The flatbuffer proper is below 2 GB; larger files keep buffers after it.
   const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
-  Reader reader(data, fb_size, bytes.size(), source_name);
+  TfliteReader reader(data, fb_size, bytes.size(), source_name);
   TfliteImporter importer(reader, source_name, options);
   return f(importer);
 }

@@ -45,7 +45,7 @@ struct FileId {
 };
 
 // Where the bytes for an output path go.
-struct Target {
+struct OutputTarget {
   enum Kind { NewFile, Regular, Stream } kind = NewFile;
   fs::path path;     // symlinks followed
   struct stat st {};  // Regular, Stream
@@ -63,26 +63,26 @@ bool isProcPath(const fs::path& p) {
   return s.rfind("/proc/", 0) == 0;
 }
 
-Target streamThroughProc(const std::string& name, const fs::path& p) {
-  Target t;
+OutputTarget streamThroughProc(const std::string& name, const fs::path& p) {
+  OutputTarget t;
   t.path = p;
   if (::stat(p.c_str(), &t.st) != 0) refuse(name, "cannot write: " + errnoText(errno));
   if (S_ISDIR(t.st.st_mode)) refuse(name, "cannot write: is a directory");
-  t.kind = Target::Stream;
+  t.kind = OutputTarget::Stream;
   t.append = S_ISREG(t.st.st_mode);  // after what the program wrote there itself
   return t;
 }
 
 // Follows symlinks to the file the user means; refuses what is not a
 // regular file, a character device or a FIFO.
-Target resolveTarget(const fs::path& given) {
+OutputTarget resolveTarget(const fs::path& given) {
   const std::string name = given.string();
   if (name.empty() || given.filename().empty()) refuse(name, "cannot write: not a file name");
   constexpr int kMaxLinks = 40;  // as the kernel's ELOOP
   fs::path p = given;
   for (int hops = 0;; ++hops) {
     if (isProcPath(p)) return streamThroughProc(name, p);
-    Target t;
+    OutputTarget t;
     t.path = p;
     if (::lstat(p.c_str(), &t.st) != 0) {
       const int err = errno;
@@ -101,11 +101,11 @@ Target resolveTarget(const fs::path& given) {
       continue;
     }
     if (S_ISREG(mode)) {
-      t.kind = Target::Regular;
+      t.kind = OutputTarget::Regular;
       return t;
     }
     if (S_ISCHR(mode) || S_ISFIFO(mode)) {
-      t.kind = Target::Stream;
+      t.kind = OutputTarget::Stream;
       return t;
     }
     if (S_ISDIR(mode)) refuse(name, "cannot write: is a directory");
@@ -149,7 +149,7 @@ thread_local OutputTransaction* t_current = nullptr;
 struct OutputTransaction::Impl {
   struct Output {
     std::string name;          // as given, for messages
-    Target target;
+    OutputTarget target;
     std::string data;          // streams: written at commit
     fs::path temp;             // files: the staged bytes
     int slot = -1;             // in the temporary-file registry
@@ -193,8 +193,8 @@ void OutputTransaction::stage(const fs::path& path, std::string_view data) {
   Impl::Output o;
   o.name = path.string();
   o.target = resolveTarget(path);
-  const Target& t = o.target;
-  if (t.kind == Target::Regular) {
+  const OutputTarget& t = o.target;
+  if (t.kind == OutputTarget::Regular) {
     o.id = FileId{t.st.st_dev, t.st.st_ino};
     for (const auto& [id, input] : impl_->inputs)
       if (id == *o.id)
@@ -204,7 +204,7 @@ void OutputTransaction::stage(const fs::path& path, std::string_view data) {
     // although replacing it by a rename would succeed.
     if ((t.st.st_mode & 0222) == 0 || ::access(t.path.c_str(), W_OK) != 0)
       refuse(o.name, "is read-only; not replaced (make it writable to allow it)");
-  } else if (t.kind == Target::NewFile) {
+  } else if (t.kind == OutputTarget::NewFile) {
     std::error_code ec;
     o.key = fs::absolute(t.path, ec).lexically_normal().string();
   }
@@ -213,7 +213,7 @@ void OutputTransaction::stage(const fs::path& path, std::string_view data) {
     if (same) refuse(o.name, "is also written as " + other.name + " by this command");
   }
 
-  if (t.kind == Target::Stream) {
+  if (t.kind == OutputTarget::Stream) {
     o.data.assign(data);
     impl_->outputs.push_back(std::move(o));
     return;
@@ -229,7 +229,7 @@ void OutputTransaction::stage(const fs::path& path, std::string_view data) {
     refuse(o.name, "cannot write: " + errnoText(err));
   }
   try {
-    if (t.kind == Target::Regular) {
+    if (t.kind == OutputTarget::Regular) {
       // The replacement keeps the file's permissions and, where allowed, owner.
       ::fchmod(f.fd, t.st.st_mode & 07777);
       if ((t.st.st_uid != ::geteuid() || t.st.st_gid != ::getegid()) &&
@@ -254,7 +254,7 @@ void OutputTransaction::commit() {
   // Streams first: one that fails (a full device, a closed pipe) leaves
   // every file output as it was.
   for (Impl::Output& o : impl_->outputs) {
-    if (o.target.kind != Target::Stream) continue;
+    if (o.target.kind != OutputTarget::Stream) continue;
     Fd f;
     int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY;
     if (o.target.append) flags |= O_APPEND;

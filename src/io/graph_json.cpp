@@ -42,9 +42,9 @@ using jsontext::typeName;
 
 using jsontext::item;
 
-class Reader : public jsontext::Fields {
+class GraphReader : public jsontext::Fields {
  public:
-  Reader(std::string_view text, const std::string& source) : Fields(source), text_(text) {}
+  GraphReader(std::string_view text, const std::string& source) : Fields(source), text_(text) {}
 
   Model read() {
     Sax sax(*this);
@@ -170,7 +170,7 @@ class Reader : public jsontext::Fields {
   // handed to the reader when complete and never stored.
   class Sax : public jsontext::SaxErrors {
    public:
-    explicit Sax(Reader& r) : r_(r) { r_.root_ = &root_; }
+    explicit Sax(GraphReader& r) : r_(r) { r_.root_ = &root_; }
     const json& root() const { return root_; }
 
     bool null() { return value(json(nullptr)); }
@@ -273,7 +273,7 @@ class Reader : public jsontext::Fields {
       element_ = json();
     }
 
-    Reader& r_;
+    GraphReader& r_;
     json root_;
     json element_;
     std::vector<Frame> stack_;
@@ -595,7 +595,7 @@ class Reader : public jsontext::Fields {
 }  // namespace
 
 Model readGraphJson(std::string_view text, const std::string& source_name) {
-  return Reader(text, source_name).read();
+  return GraphReader(text, source_name).read();
 }
 
 }  // namespace memplan

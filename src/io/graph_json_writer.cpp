@@ -38,12 +38,7 @@ std::string_view aliasKindName(AliasKind k) {
   return "";
 }
 
-// Names are written with jsontext::textJson, so every string is valid
-// UTF-8; `replace` is only a guard.
-std::string dump(const ojson& v) {
-  return v.dump(-1, ' ', false, ojson::error_handler_t::replace);
-}
-
+using jsontext::dump;
 using jsontext::textJson;
 
 // Reference by name when that name picks exactly one item and is a JSON

@@ -125,6 +125,10 @@ std::string Fields::text(const Json& v, std::string_view at) const {
   return std::move(*raw);
 }
 
+std::string dump(const nlohmann::ordered_json& v) {
+  return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 nlohmann::ordered_json textJson(std::string_view s) {
   if (isUtf8(s)) return std::string(s);
   return nlohmann::ordered_json{{"bytes", escapeBytes(s)}};

@@ -53,6 +53,11 @@ std::string member(std::string_view base, std::string_view key);
 // Fields::text reads both.
 nlohmann::ordered_json textJson(std::string_view s);
 
+// A document as memplan's writers write it: one line, no trailing newline.
+// Strings go in through textJson (valid UTF-8); invalid bytes would be
+// replaced, a guard only.
+std::string dump(const nlohmann::ordered_json& v);
+
 // Typed field access for one document. Every failure throws InputError
 // "SOURCE: PATH: what" (PATH left out when empty).
 class Fields {

@@ -78,9 +78,9 @@ Parse parseUnsigned(std::string_view s, std::uint64_t max, std::uint64_t& v) {
   return Parse::Ok;
 }
 
-class Reader {
+class CsvReader {
  public:
-  Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+  CsvReader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
 
   BufferList read() {
     if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
@@ -323,7 +323,7 @@ std::string gapText(const Gap& g) {
 }  // namespace
 
 BufferList readMiniMallocCsv(std::string_view text, const std::string& source_name) {
-  return Reader(text, source_name).read();
+  return CsvReader(text, source_name).read();
 }
 
 std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>& offsets) {

@@ -64,9 +64,7 @@ std::vector<SpecKey> specKeys(const GraphSpecs& specs) {
 // Six decimals: enough for a ratio or a duration, short and stable.
 double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
-// Every string is written through textJson (valid UTF-8); `replace` is a guard.
-std::string dump(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
-
+using jsontext::dump;
 using jsontext::textJson;
 
 // Names as object keys (input shapes, dims): an object when every name is
@@ -205,9 +203,9 @@ using jsontext::typeName;
 
 using jsontext::item;
 
-class Reader : public jsontext::Fields {
+class PlanReader : public jsontext::Fields {
  public:
-  explicit Reader(const std::string& source) : Fields(source) {}
+  explicit PlanReader(const std::string& source) : Fields(source) {}
 
   json parse(std::string_view text) const {
     const json root = jsontext::parse(text, source());
@@ -647,12 +645,12 @@ std::string writePlanJson(const Plan& plan, const Model* model) {
 }
 
 PlanProvenance readPlanProvenance(std::string_view text, const std::string& source_name) {
-  const Reader r(source_name);
+  const PlanReader r(source_name);
   return r.provenance(r.parse(text));
 }
 
 Plan readPlanJson(std::string_view text, const std::string& source_name, Plan skeleton) {
-  const Reader r(source_name);
+  const PlanReader r(source_name);
   return r.plan(r.parse(text), std::move(skeleton));
 }
 

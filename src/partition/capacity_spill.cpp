@@ -24,9 +24,6 @@ using limits::kMaxMemId;
 
 std::string showBytes(Bytes b) { return formatBytes(b, true); }
 
-// Bytes a + b, saturating at kMaxBytes (only compared, never placed).
-Bytes satAdd(Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); }
-
 // Plans the pools of one algorithm, spilling over capacities.
 class Planner {
  public:
@@ -102,7 +99,7 @@ class Planner {
     TimeValue at = ev.empty() ? 0 : ev.front().first;
     for (const auto& [t, e] : ev) {
       if (e.first == 1) {
-        live = satAdd(live, p_.size[e.second]);
+        live = saturatingAdd(live, p_.size[e.second]);
         if (live > best) { best = live; at = t; }
       } else {
         live -= std::min(live, p_.size[e.second]);
@@ -131,7 +128,7 @@ class Planner {
     if (where == order.end() || std::next(where) == order.end()) return false;
     const MemId target = *std::next(where);
     const Bytes cap = capacityOf(m).value_or(kMaxBytes);
-    const Bytes room = cap - std::min(cap, satAdd(reservedOf(m), paddingOf()));
+    const Bytes room = cap - std::min(cap, saturatingAdd(reservedOf(m), paddingOf()));
     Bytes remaining = live_bytes;
     bool moved = false;
     for (SpecId s : liveAt(m, step)) {
@@ -158,7 +155,7 @@ class Planner {
         const auto cap = capacityOf(m);
         if (!cap) continue;
         const auto [step, live] = peak(m);
-        if (satAdd(satAdd(reservedOf(m), paddingOf()), live) > *cap && spill(m, step, live, false)) {
+        if (saturatingAdd(saturatingAdd(reservedOf(m), paddingOf()), live) > *cap && spill(m, step, live, false)) {
           moved = true;
           break;
         }
@@ -222,7 +219,7 @@ class Planner {
     std::map<MemId, Bytes> sizes;
     for (const auto& [m, run] : at.pools) sizes[m] = run.solution.size;
     at.bufsizes = layoutBufsizes(info_.layout, sizes, reserved_);
-    for (Bytes b : at.bufsizes) at.total = satAdd(at.total, b);
+    for (Bytes b : at.bufsizes) at.total = saturatingAdd(at.total, b);
     return at;
   }
 

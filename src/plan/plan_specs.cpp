@@ -23,9 +23,6 @@
 namespace memplan {
 namespace {
 
-// Bytes a + b, saturating at kMaxBytes (only compared, never placed).
-Bytes satAdd(Bytes a, Bytes b) { return checkedAdd(a, b).value_or(kMaxBytes); }
-
 GraphPlan planPartition(const GraphSpecs& specs, const PlanRequest& request,
                         const std::vector<Bytes>& reserved) {
   const partition::PreparedSpecs p = partition::prepareSpecs(specs);
@@ -74,8 +71,8 @@ GraphPlan planPartition(const GraphSpecs& specs, const PlanRequest& request,
     info.naive_size = run.problem.reserved;
     // No reuse at all, with the same prefix and padding as the plan.
     for (const Buffer& b : run.problem.buffers)
-      if (b.inplace_base == kNone) info.naive_size = satAdd(info.naive_size, b.size);
-    info.naive_size = satAdd(info.naive_size, run.problem.extra_padding);
+      if (b.inplace_base == kNone) info.naive_size = saturatingAdd(info.naive_size, b.size);
+    info.naive_size = saturatingAdd(info.naive_size, run.problem.extra_padding);
     info.buffers = run.problem.buffers.size();
     info.algorithm = run.solution.algorithm;
     info.proven_optimal = run.solution.proven_optimal || info.size == info.lower_bound;

@@ -158,7 +158,7 @@ void report(ReplayResult& r, Clobber c) {
 }
 
 // a + b, saturating (counts of a run whose bodies repeat may be huge).
-std::uint64_t satAdd(std::uint64_t a, std::uint64_t b) {
+std::uint64_t saturatingCount(std::uint64_t a, std::uint64_t b) {
   return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
                                                            : a + b;
 }
@@ -571,8 +571,8 @@ class ModelReplay {
       op.steps = less(os, st);
       const bool own_write = op.kind == OpKind::Write || op.counted_write;
       const bool own_read = op.kind == OpKind::Read && !op.counted_write;
-      w = satAdd(ow, own_write);
-      r = satAdd(orr, own_read);
+      w = saturatingCount(ow, own_write);
+      r = saturatingCount(orr, own_read);
       st = os;
     }
     Trace out;
@@ -588,9 +588,9 @@ class ModelReplay {
   void runBody(GraphId g) {
     if (failed() || g < 0 || static_cast<std::size_t>(g) >= m_.graphs.size()) return;
     const auto add = [&](std::uint64_t w, std::uint64_t r, std::uint64_t st) {
-      r_.writes = satAdd(r_.writes, w);
-      r_.reads = satAdd(r_.reads, r);
-      r_.steps = satAdd(r_.steps, st);
+      r_.writes = saturatingCount(r_.writes, w);
+      r_.reads = saturatingCount(r_.reads, r);
+      r_.steps = saturatingCount(r_.steps, st);
     };
     if (const std::optional<Trace>& trace = traces_[g]) {
       for (const Op& op : trace->ops) {
@@ -675,7 +675,7 @@ class ModelReplay {
     const auto count = [&](const std::vector<TensorId>& list, std::uint64_t times) {
       for (TensorId t : list)
         if (const auto it = index.find(t); it != index.end())
-          out[it->second].times = satAdd(out[it->second].times, times);
+          out[it->second].times = saturatingCount(out[it->second].times, times);
     };
     for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
       const std::uint64_t times = paths[order.at(*it)];
@@ -685,7 +685,7 @@ class ModelReplay {
         count(node.outputs, times);
         for (GraphId s : node.subgraphs)
           if (const auto at = order.find(s); at != order.end() && s != body)
-            paths[at->second] = satAdd(paths[at->second], times);
+            paths[at->second] = saturatingCount(paths[at->second], times);
       }
       count(graph.outputs, times);
     }
@@ -741,7 +741,7 @@ class ModelReplay {
             if (overwrittenByNode(use.tensor, node)) continue;
             const std::uint64_t done = r_.reads + r_.writes;
             read(use.tensor, g, node.name, step, false);
-            if (!failed() && r_.reads + r_.writes != done) r_.reads = satAdd(r_.reads, use.times - 1);
+            if (!failed() && r_.reads + r_.writes != done) r_.reads = saturatingCount(r_.reads, use.times - 1);
           }
     }
     const TimeValue end = nodeTime(graph, static_cast<NodeId>(graph.nodes.size()));
