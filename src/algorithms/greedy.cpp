@@ -81,6 +81,19 @@ class Objects {
     // price of an allocation stored in a few more buckets.
     width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(span / n / 4)) : 1;
     buckets_.resize(times.size() / width_ + 1);
+    // Room for every buffer's allocation once, reserved up front: lists
+    // grown by doubling would hold up to twice that (1M-buffer lists:
+    // hundreds of MB).
+    std::vector<std::uint32_t> all(buckets_.size(), 0), own(buckets_.size(), 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t first = bucketOf(rs_[i]), last = bucketOf(std::max(rs_[i], re_[i] - 1));
+      ++own[first];
+      for (std::size_t k = first; k <= last; ++k) ++all[k];
+    }
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      buckets_[k].all.reserve(all[k]);
+      buckets_[k].own.reserve(own[k]);
+    }
     leaves_ = 1;
     while (leaves_ < n) leaves_ *= 2;
     max_size_.assign(2 * leaves_, 0);
