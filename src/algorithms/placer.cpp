@@ -105,10 +105,11 @@ class Placer::Tree {
   // filtered and joined into such runs first), so "the first run ending
   // above x" is a search, and x only grows: one cursor per list gallops
   // forward, and a run that meets [x, x + size) lifts x to its end. Done
-  // when every list is clear at x. Cost: O(L log r) per lift over L lists
-  // of r runs, and never more than reading every run once (the cursors
-  // only move forward); the gap walk reads and merges them all. Same
-  // offset as the walk: both give the lowest clear aligned offset.
+  // when every list is clear at x. Cost: one check per list per lift (a
+  // lift passes at least one run below the answer), and each cursor's
+  // gallop is logarithmic in the runs it skips; the gap walk reads and
+  // merges every run. Same offset as the walk: both give the lowest clear
+  // aligned offset (a run meeting [x, x + size) rules out all of [x, hi)).
   Offset firstFit(BufferId id) {
     const Buffer& b = p_.bufs_[id];
     const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
