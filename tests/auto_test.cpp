@@ -9,6 +9,7 @@
 
 #include "algorithms/auto.h"
 #include "algorithms/pool_util.h"
+#include "algorithms/random.h"
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
 #include "support/placement_check.h"
@@ -203,6 +204,47 @@ TEST(Auto, SwitchesAndProgress) {
   EXPECT_EQ(test::checkPoolPlacement(p, quick.offsets), "");
   EXPECT_EQ(quick.size, heur.size);
   EXPECT_LE(quick.work, heur.work);
+}
+
+// Best fit is one of stage 1's heuristics only on pools of at most
+// AutoParams::best_fit_max_buffers buffers: on a list where it beats first
+// fit, auto with the later stages off returns best fit's plan at the
+// threshold and first fit's one buffer above it.
+TEST(Auto, BestFitOnlyUpToItsThreshold) {
+  SplitMix64 rng(5);
+  for (int tries = 0; tries < 500; ++tries) {
+    PoolProblem p;
+    const std::size_t n = 20 + rng.below(40);
+    for (std::size_t i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = static_cast<BufferId>(i);
+      b.name = "t" + std::to_string(i);
+      b.start = static_cast<TimeValue>(rng.below(30));
+      b.end = b.start + 1 + static_cast<TimeValue>(rng.below(8));
+      b.size = b.nbytes = 1 + rng.below(100);
+      p.buffers.push_back(b);
+    }
+    const PoolSolution best = makeAlgorithm("best_fit")->solve(p, {});
+    const PoolSolution first = makeAlgorithm("first_fit")->solve(p, {});
+    if (best.size >= first.size) continue;
+    AutoParams none;
+    none.executorch_greedy = false;
+    none.portfolio = false;
+    none.local_search = false;
+    none.exact_search = false;
+    none.best_fit_max_buffers = n;
+    const PoolSolution at = makeAutoAlgorithm(none)->solve(p, {});
+    EXPECT_EQ(at.size, best.size);
+    EXPECT_EQ(at.offsets, best.offsets);
+    EXPECT_EQ(at.algorithm, "auto:" + best.algorithm);
+    none.best_fit_max_buffers = n - 1;
+    const PoolSolution above = makeAutoAlgorithm(none)->solve(p, {});
+    EXPECT_EQ(above.size, first.size);
+    EXPECT_EQ(above.offsets, first.offsets);
+    EXPECT_EQ(above.algorithm, "auto:" + first.algorithm);
+    return;
+  }
+  FAIL() << "no list where best fit beats first fit";
 }
 
 TEST(Auto, EmptyPool) {

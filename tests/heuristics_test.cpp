@@ -318,6 +318,53 @@ TEST(Placer, RunTreeChoosesAsTheBucketsDo) {
   EXPECT_GT(compared, 700);
 }
 
+// Dense lists (hundreds live at once, sizes over four orders of magnitude,
+// short and long lifetimes, mixed alignments, a reserved prefix): the run
+// tree's first fit, which jumps over runs instead of walking every gap,
+// places as the buckets' gap walk does, in full passes and after lifts.
+TEST(Placer, DenseFirstFitChoosesAsTheBucketsDo) {
+  Rng rng(43);
+  for (int iter = 0; iter < 6; ++iter) {
+    PoolProblem p;
+    const std::size_t n = 3000;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto start = static_cast<TimeValue>(i / 3);
+      const TimeValue len = rng.below(10) < 6 ? 1 + static_cast<TimeValue>(rng.below(8))
+                                              : 1 + static_cast<TimeValue>(rng.below(600));
+      Buffer b = makeBuffer(static_cast<BufferId>(i), start, start + len,
+                            Bytes{1} << (4 + rng.below(14)));
+      b.size += rng.below(3) * 8;
+      b.alignment = Bytes{1} << rng.below(iter % 2 ? 8 : 1);
+      p.buffers.push_back(b);
+    }
+    p.reserved = iter * 40;
+    const auto merged = pool::mergeInplace(p);
+    heur::PlacerParams tree_params, bucket_params;
+    tree_params.index = heur::PlacerParams::Index::Tree;
+    tree_params.leaf_ranks = iter % 3 == 0 ? 0 : 1 + rng.below(32);
+    bucket_params.index = heur::PlacerParams::Index::Buckets;
+    heur::Placer tree(merged.problem, tree_params), buckets(merged.problem, bucket_params);
+    ASSERT_TRUE(tree.usesTree());
+    std::vector<Offset> a(n), b(n);
+    for (heur::Order o : {heur::Order::SizeDesc, heur::Order::Start, heur::Order::Conflicts}) {
+      const auto order = heur::makeOrder(merged.problem, o);
+      ASSERT_EQ(tree.place(order, 0, heur::Fit::First, a),
+                buckets.place(order, 0, heur::Fit::First, b));
+      ASSERT_EQ(a, b) << "iteration " << iter << " " << heur::orderName(o);
+    }
+    for (int move = 0; move < 300; ++move) {
+      const auto id = static_cast<BufferId>(rng.below(n));
+      tree.unmark(id);
+      buckets.unmark(id);
+      const Offset at = tree.choose(id, heur::Fit::First);
+      ASSERT_EQ(at, buckets.choose(id, heur::Fit::First)) << "iteration " << iter << " move " << move;
+      ASSERT_TRUE(tree.fits(id, at));
+      tree.mark(id, at);
+      buckets.mark(id, at);
+    }
+  }
+}
+
 TEST(Algorithms, RandomListsGiveValidPlansAtOrAboveTheBound) {
   Rng rng(12345);
   AlgorithmParams params;

@@ -43,9 +43,9 @@ class Auto : public Algorithm {
   const AlgorithmInfo& info() const override {
     static const AlgorithmInfo kInfo{
         .name = "auto",
-        .summary = "memplan's default: best fit, first fit and ExecuTorch's greedy, then other "
-                   "orders, local search and exact search while above the lower bound; keeps the "
-                   "smallest",
+        .summary = "memplan's default: first fit, best fit (on pools of at most 50,000 buffers "
+                   "by default) and ExecuTorch's greedy, then other orders, local search and exact "
+                   "search while above the lower bound; keeps the smallest",
         .honours_gaps = true,
         .honours_hints = true,
         .selects = true};
@@ -191,11 +191,11 @@ class Auto : public Algorithm {
   }
 
  private:
-  // Stage 1: first fit and best fit in the default order and ExecuTorch's
-  // greedy, each in full, concurrently when threads allow. The lowest
-  // wins, ties in that order. Only first fit, the first in that order,
-  // may cut the others short (once at the target nothing beats it), so
-  // the result never depends on timing.
+  // Stage 1: first fit and best fit (up to best_fit_max_buffers) in the
+  // default order and ExecuTorch's greedy, each in full, concurrently
+  // when threads allow. The lowest wins, ties in that order. Only first
+  // fit, the first in that order, may cut the others short (once at the
+  // target nothing beats it), so the result never depends on timing.
   void runParts(const PoolProblem& problem, const pool::MergedProblem& m,
                 const std::vector<BufferId>& order, Bytes target, Best& best,
                 std::uint64_t& work, std::uint64_t& pass_work) const {
@@ -245,7 +245,17 @@ class Auto : public Algorithm {
       }
     };
     const unsigned threads = p_.threads ? p_.threads : std::thread::hardware_concurrency();
-    if (threads >= 2) {
+    const bool best_fit = mp.buffers.size() <= p_.best_fit_max_buffers;
+    if (!best_fit) {
+      if (threads >= 2) {
+        std::thread second(greedyPart);
+        fitPart(0, heur::Fit::First);
+        second.join();
+      } else {
+        fitPart(0, heur::Fit::First);
+        if (!stop) greedyPart();
+      }
+    } else if (threads >= 2) {
       std::thread second([&] { fitPart(1, heur::Fit::Best); });
       std::thread third;
       if (threads >= 3) third = std::thread(greedyPart);

@@ -28,14 +28,14 @@
 //
 // Cost: ExecuTorch scans every allocation of every object, O(n^2). Here
 // the allocations are kept in time buckets (time compressed to the ranks
-// of the distinct start/end values, buckets about one mean lifetime wide;
-// each bucket lists the allocations alive in it and, apart, those starting
-// in it), so one buffer gathers the k allocations live beside it in O(k):
-// they give the busy objects and each one's top. (a) walks the objects
-// large enough for the buffer in creation order (a max-size tree over the
-// objects finds the next one in O(log)), skipping busy ones; (b) is the
-// first busy object with room. O(k log n) per buffer, same choices, same
-// result.
+// of the distinct start/end values, buckets a quarter of a mean lifetime
+// wide; each bucket lists the allocations alive in it and, apart, those
+// starting in it), so one buffer gathers the k allocations live beside it
+// in O(k): they give the busy objects and each one's top. (a) walks the
+// objects large enough for the buffer in creation order (a max-size tree
+// over the objects finds the next one in O(log)), skipping busy ones; (b)
+// is the first busy object with room. O(k log n) per buffer, same choices,
+// same result.
 #include <algorithm>
 #include <numeric>
 
@@ -75,12 +75,29 @@ class Objects {
       re_[i] = rank(times, bufs_[i].end);
       span += static_cast<std::uint64_t>(std::max(1, re_[i] - rs_[i]));
     }
-    width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(span / n)) : 1;
+    // A quarter of the mean lifetime: a buffer reads its first bucket's
+    // whole list, so narrower buckets read fewer dead allocations (dense
+    // lists of 100k buffers: half the time of one lifetime wide) at the
+    // price of an allocation stored in a few more buckets.
+    width_ = n ? std::max<std::size_t>(1, static_cast<std::size_t>(span / n / 4)) : 1;
     buckets_.resize(times.size() / width_ + 1);
+    // Room for every buffer's allocation once, reserved up front: lists
+    // grown by doubling would hold up to twice that (1M-buffer lists:
+    // hundreds of MB).
+    std::vector<std::uint32_t> all(buckets_.size(), 0), own(buckets_.size(), 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t first = bucketOf(rs_[i]), last = bucketOf(std::max(rs_[i], re_[i] - 1));
+      ++own[first];
+      for (std::size_t k = first; k <= last; ++k) ++all[k];
+    }
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      buckets_[k].all.reserve(all[k]);
+      buckets_[k].own.reserve(own[k]);
+    }
     leaves_ = 1;
     while (leaves_ < n) leaves_ *= 2;
     max_size_.assign(2 * leaves_, 0);
-    stamp_.reserve(n);
+    mark_.reserve(n);
   }
 
   // Where buffer b goes: (object, offset inside it); creates the object
@@ -88,54 +105,57 @@ class Objects {
   std::pair<std::int32_t, Offset> pick(BufferId b, bool allow_overlapping) {
     const Bytes size = bufs_[b].size;
     const std::int32_t rs = rs_[b], re = re_[b];
-    // The allocations live beside b: their objects are busy; tops per object.
-    ++now_;
-    busy_.clear();
+    // The allocations live beside b: their objects are busy; tops per
+    // object. Branch-free: whether an allocation is live, and whether its
+    // object is new to the query, are data the branch predictor cannot
+    // guess (an object holds one or two live allocations on dense lists).
     const std::size_t first = bucketOf(rs), last = bucketOf(std::max(rs, re - 1));
-    auto visit = [&](const Alloc& a) {
-      if (stamp_[a.obj] != now_) {
-        stamp_[a.obj] = now_;
-        top_[a.obj] = 0;
-        busy_.push_back(a.obj);
-      }
-      top_[a.obj] = std::max(top_[a.obj], a.top);
+    if (busy_.size() < size_.size() + 1) busy_.resize(size_.size() + 1);
+    std::size_t nb = 0;
+    auto visit = [&](const Alloc& a, bool live) {
+      const auto o = static_cast<std::size_t>(a.obj);
+      const Offset cur = mark_[o];
+      busy_[nb] = a.obj;
+      nb += static_cast<std::size_t>(int{live} & int{cur == 0});
+      const Offset v = (a.top + 1) & (Offset{0} - Offset{live});
+      mark_[o] = std::max(cur, v);
     };
-    for (const Alloc& a : buckets_[first].all) {
-      ++work_;
-      if (a.rs < re && a.re > rs) visit(a);
+    const auto& all = buckets_[first].all;
+    for (const Alloc& a : all) visit(a, static_cast<bool>(int{a.rs < re} & int{a.re > rs}));
+    work_ += all.size();
+    for (std::size_t k = first + 1; k <= last; ++k) {
+      for (const Alloc& a : buckets_[k].own) visit(a, a.rs < re);
+      work_ += buckets_[k].own.size();
     }
-    for (std::size_t k = first + 1; k <= last; ++k)
-      for (const Alloc& a : buckets_[k].own) {
-        ++work_;
-        if (a.rs < re) visit(a);
-      }
     std::int32_t picked = kNone;
     Offset at = 0;
     // (a) the first object at least as large that no live allocation uses.
     for (std::int32_t o = nextAtLeast(0, size); o != kNone; o = nextAtLeast(o + 1, size)) {
       ++work_;
-      if (stamp_[o] != now_) {
+      if (mark_[static_cast<std::size_t>(o)] == 0) {
         picked = o;
         break;
       }
     }
     // (b) the first object with room above its live allocations.
     if (picked == kNone && allow_overlapping) {
-      for (std::int32_t o : busy_) {
+      for (std::size_t k = 0; k < nb; ++k) {
+        const std::int32_t o = busy_[k];
         const Bytes osize = size_[o];
-        if (osize <= size || top_[o] == 0 || size > osize - top_[o]) continue;
+        const Offset top = mark_[static_cast<std::size_t>(o)] - 1;
+        if (osize <= size || top == 0 || size > osize - top) continue;
         if (picked == kNone || o < picked) {
           picked = o;
-          at = top_[o];
+          at = top;
         }
       }
     }
+    for (std::size_t k = 0; k < nb; ++k) mark_[static_cast<std::size_t>(busy_[k])] = 0;
     // (c) a new object of exactly this size.
     if (picked == kNone) {
       picked = static_cast<std::int32_t>(size_.size());
       size_.push_back(size);
-      stamp_.push_back(0);
-      top_.push_back(0);
+      mark_.push_back(0);
       for (std::size_t i = leaves_ + static_cast<std::size_t>(picked); i >= 1; i /= 2)
         max_size_[i] = std::max(max_size_[i], size);
     }
@@ -150,7 +170,9 @@ class Objects {
   std::uint64_t work() const { return work_; }
 
  private:
-  struct Alloc {
+  // Packed (20 bytes, not 24): the lists are read end to end for every
+  // buffer, and on large lists that reading is bound by memory bandwidth.
+  struct __attribute__((packed)) Alloc {
     std::int32_t rs, re;  // lifetime in time ranks
     std::int32_t obj;
     Offset top;           // offset + size inside the object
@@ -189,10 +211,10 @@ class Objects {
   std::size_t width_ = 1;
   std::vector<Bucket> buckets_;
   std::vector<Bytes> size_;          // per object
-  std::vector<std::uint64_t> stamp_;  // per object: busy for query now_
-  std::vector<Offset> top_;          // per object: top of its live allocations
-  std::vector<std::int32_t> busy_;
-  std::uint64_t now_ = 0;
+  // Per object during a query: 0 when idle, else 1 + the top of its live
+  // allocations (zero again after the query).
+  std::vector<Offset> mark_;
+  std::vector<std::int32_t> busy_;   // the busy objects of the query: [0, nb)
   std::size_t leaves_ = 1;
   std::vector<Bytes> max_size_;      // max-size tree over objects
   std::uint64_t work_ = 0;

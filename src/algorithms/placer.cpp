@@ -2,6 +2,7 @@
 #include "algorithms/placer.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -96,6 +97,91 @@ class Placer::Tree {
       if (l & 1) addList(unionAt(l++));
       if (r & 1) addList(unionAt(--r));
     }
+  }
+
+  // First fit without gathering: the lowest aligned offset x >= floor
+  // where [x, x + size) meets no run of the lists gather() would read. Each
+  // list is disjoint runs sorted by offset (a leaf's partial entries are
+  // filtered and joined into such runs first), so "the first run ending
+  // above x" is a search, and x only grows: one cursor per list gallops
+  // forward, and a run that meets [x, x + size) lifts x to its end. Done
+  // when every list is clear at x. Cost: one check per list per lift (a
+  // lift passes at least one run below the answer), and each cursor's
+  // gallop is logarithmic in the runs it skips; the gap walk reads and
+  // merges every run. Same offset as the walk: both give the lowest clear
+  // aligned offset (a run meeting [x, x + size) rules out all of [x, hi)).
+  Offset firstFit(BufferId id) {
+    const Buffer& b = p_.bufs_[id];
+    const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
+    const std::size_t ls = static_cast<std::size_t>(rs) / w_;
+    const std::size_t le = static_cast<std::size_t>(re - 1) / w_;
+    lists_.clear();
+    sizes_.clear();
+    // Partial entries of the first and last leaf alive with b, joined.
+    joined_.clear();
+    joined_.reserve(part_[ls].size() + (le != ls ? part_[le].size() : 0));
+    std::size_t joined_at[2] = {0, 0}, joined_end[2] = {0, 0};
+    auto joinParts = [&](const std::vector<Part>& parts, int k) {
+      joined_at[k] = joined_.size();
+      std::size_t c = 0;
+      for (const Part& e : parts) {
+        if (!(e.rs < re && e.re > rs)) continue;
+        ++c;
+        if (joined_.size() > joined_at[k] && e.lo <= joined_.back().hi)
+          joined_.back().hi = std::max(joined_.back().hi, e.hi);
+        else
+          joined_.push_back(Run{e.lo, e.hi});
+      }
+      joined_end[k] = joined_.size();
+      p_.work_ += parts.size();
+      if (c > 0) sizes_.push_back(c);
+    };
+    auto addSpan = [&](const std::vector<Run>& runs) {
+      if (runs.empty()) return;
+      lists_.push_back({runs.data(), runs.data() + runs.size()});
+      sizes_.push_back(runs.size());
+      p_.work_ += runs.size();
+    };
+    addSpan(a_[ls]);
+    joinParts(part_[ls], 0);
+    if (le != ls) {
+      addSpan(a_[le]);
+      joinParts(part_[le], 1);
+    }
+    for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) addSpan(unionAt(l++));
+      if (r & 1) addSpan(unionAt(--r));
+    }
+    for (int k = 0; k < 2; ++k)
+      if (joined_end[k] > joined_at[k])
+        lists_.push_back({joined_.data() + joined_at[k], joined_.data() + joined_end[k]});
+    chargeMerge();
+
+    auto lift = [&](Offset v) {
+      const auto up = alignUp(v, b.alignment);
+      if (!up || !checkedAdd(*up, b.size))
+        throw PlanError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name));
+      return *up;
+    };
+    Offset x = lift(p_.floor_);
+    const std::size_t count = lists_.size();
+    for (std::size_t i = 0, clear = 0; clear < count; i = i + 1 == count ? 0 : i + 1) {
+      Cursor& c = lists_[i];
+      if (c.p != c.end && c.p->hi <= x) {
+        // Gallop to the first run ending above x.
+        std::size_t step = 1;
+        while (step < static_cast<std::size_t>(c.end - c.p) && c.p[step].hi <= x) step *= 2;
+        const Run* hi = c.p + std::min(step, static_cast<std::size_t>(c.end - c.p));
+        c.p = std::partition_point(c.p + step / 2, hi, [x](const Run& r) { return r.hi <= x; });
+      }
+      if (c.p != c.end && c.p->lo < x + b.size) {
+        x = lift(c.p->hi);
+        clear = 0;
+      } else {
+        ++clear;
+      }
+    }
+    return x;
   }
 
  private:
@@ -249,7 +335,36 @@ class Placer::Tree {
     p_.work_ += n;
   }
 
+  // What mergeRuns() would charge for lists of these sizes: Huffman merges
+  // of all but the longest (the cost does not depend on how ties break).
+  // Charged by firstFit() too, so the work counts, the budgets measured in
+  // them and hence every plan stay the same whichever path placed.
+  void chargeMerge() {
+    if (sizes_.size() < 3) return;
+    std::swap(*std::max_element(sizes_.begin(), sizes_.end()), sizes_.back());
+    sizes_.pop_back();
+    auto greater = std::greater<std::size_t>();
+    std::make_heap(sizes_.begin(), sizes_.end(), greater);
+    while (sizes_.size() > 1) {
+      std::pop_heap(sizes_.begin(), sizes_.end(), greater);
+      const std::size_t a = sizes_.back();
+      sizes_.pop_back();
+      std::pop_heap(sizes_.begin(), sizes_.end(), greater);
+      sizes_.back() += a;
+      p_.work_ += sizes_.back();
+      std::push_heap(sizes_.begin(), sizes_.end(), greater);
+    }
+  }
+
+  struct Cursor {
+    const Run* p;
+    const Run* end;
+  };
+
   Placer& p_;
+  std::vector<Cursor> lists_;       // scratch (firstFit): the lists b reads
+  std::vector<std::size_t> sizes_;  // scratch (firstFit): their sizes as gathered
+  std::vector<Run> joined_;         // scratch (firstFit): joined partial entries
   std::size_t w_;
   std::size_t leaves_ = 1, size_ = 1;
   std::vector<std::vector<Run>> a_;      // per leaf: runs of the buffers covering it
@@ -677,6 +792,7 @@ Offset Placer::walk(BufferId id, Fit fit) {
     buckets_->walkDirect(id, [&](Offset lo, Offset hi, bool keep) { return walk.visit(lo, hi, keep); });
     return walk.result(b);
   }
+  if (tree_ && fit == Fit::First) return tree_->firstFit(id);
   ranges_.clear();
   runs_.clear();
   runs_.push_back(0);

@@ -9,7 +9,10 @@
 //     alignment >= 1).
 //  3. Best fit takes the smallest gap b fits in (the lowest among equals);
 //     first fit the lowest. With no gap, b goes on top of the highest range.
-// Pinned buffers are placed at their pins.
+// Pinned buffers are placed at their pins. First fit on the run tree skips
+// the merge: it searches the gathered lists where they are, lifting the
+// candidate offset over each run that meets it (Tree::firstFit), with the
+// same result and the same work charged.
 //
 // Step 1 has two indexes (PlacerParams::index):
 //
