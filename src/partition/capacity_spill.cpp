@@ -56,7 +56,10 @@ class Planner {
         const auto c = capacityOf(m);
         if (c && at.bufsizes[m] > *c) { over = m; break; }
       }
-      if (over == kNone) return at;
+      if (over == kNone) {
+        at.pools = std::move(cache_);  // done: the plans move out, not copied
+        return at;
+      }
       // The pool fits by live bytes but not as placed (fragmentation): move
       // at least one tensor, or explain why not.
       const auto [step, live] = peak(over);
@@ -214,10 +217,9 @@ class Planner {
     for (MemId m : used) solved(m);
     for (auto it = cache_.begin(); it != cache_.end();)  // pools emptied by spills
       it = std::binary_search(used.begin(), used.end(), it->first) ? std::next(it) : cache_.erase(it);
-    PoolsResult at;
-    at.pools = cache_;
+    PoolsResult at;  // pools: filled by run() once nothing spills
     std::map<MemId, Bytes> sizes;
-    for (const auto& [m, run] : at.pools) sizes[m] = run.solution.size;
+    for (const auto& [m, run] : cache_) sizes[m] = run.solution.size;
     at.bufsizes = layoutBufsizes(info_.layout, sizes, reserved_);
     for (Bytes b : at.bufsizes) at.total = saturatingAdd(at.total, b);
     return at;

@@ -83,6 +83,10 @@ PoolProblem buildPoolProblem(const GraphSpecs& graph, const PreparedSpecs& p, Me
   prob.extra_padding = extra_padding;
   if (static_cast<std::size_t>(m) < options.capacities.size()) prob.capacity = options.capacities[m];
   std::vector<BufferId> index(graph.specs.size(), kNone);
+  const auto count = static_cast<std::size_t>(
+      std::count_if(p.order.begin(), p.order.end(), [&](SpecId s) { return pool_of[s] == m; }));
+  prob.buffers.reserve(count);
+  specs_out.reserve(specs_out.size() + count);
   for (SpecId s : p.order) {
     if (pool_of[s] != m) continue;
     const Spec& spec = graph.specs[s];
