@@ -121,6 +121,15 @@ struct Analysis {
   std::vector<char> absorbed;
 };
 
+// The representative of `x` in a union-find forest (`parent`: each entry
+// its parent, roots their own), halving the path as it goes.
+std::int32_t findRoot(std::vector<std::int32_t>& parent, std::int32_t x) {
+  while (parent[static_cast<std::size_t>(x)] != x)
+    x = parent[static_cast<std::size_t>(x)] =
+        parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+  return x;
+}
+
 // Which group last touched each byte of a memory id.
 class Painting {
  public:
@@ -336,13 +345,6 @@ class MethodAnalyser {
     }
   }
 
-  std::int32_t findClass(std::int32_t g) {
-    while (a_.klass[static_cast<std::size_t>(g)] != g)
-      g = a_.klass[static_cast<std::size_t>(g)] =
-          a_.klass[static_cast<std::size_t>(a_.klass[static_cast<std::size_t>(g)])];
-    return g;
-  }
-
   void moves() {
     a_.klass.resize(m_.tensors.size());
     std::iota(a_.klass.begin(), a_.klass.end(), 0);
@@ -350,7 +352,7 @@ class MethodAnalyser {
       const std::int32_t gx = a_.group_of[static_cast<std::size_t>(x)];
       const std::int32_t gy = a_.group_of[static_cast<std::size_t>(y)];
       if (gx < 0 || gy < 0) continue;
-      const std::int32_t cx = findClass(gx), cy = findClass(gy);
+      const std::int32_t cx = findRoot(a_.klass, gx), cy = findRoot(a_.klass, gy);
       if (cx != cy) a_.klass[static_cast<std::size_t>(std::max(cx, cy))] = std::min(cx, cy);
     }
   }
@@ -465,10 +467,7 @@ void shareState(const RawProgram& raw, std::vector<Analysis>& an) {
   // Moves tie groups of one method into one class: state spreads along it.
   const auto classState = [&](std::size_t m) {
     Analysis& a = an[m];
-    const auto rep = [&](std::int32_t c) {
-      while (a.klass[static_cast<std::size_t>(c)] != c) c = a.klass[static_cast<std::size_t>(c)];
-      return static_cast<std::size_t>(c);
-    };
+    const auto rep = [&](std::int32_t c) { return static_cast<std::size_t>(findRoot(a.klass, c)); };
     std::vector<char> cls(a.klass.size(), 0);
     for (const Group& G : a.groups) cls[rep(G.root)] |= G.state;
     bool changed = false;
@@ -505,10 +504,7 @@ void shareState(const RawProgram& raw, std::vector<Analysis>& an) {
 // Class lifetimes, state over the whole method, loops.
 void lifetimes(const RawMethod& m, Analysis& a, const std::string& source, std::int64_t index) {
   const auto end = static_cast<std::int64_t>(m.kinds.size());
-  const auto cls = [&](std::int32_t g) {
-    while (a.klass[static_cast<std::size_t>(g)] != g) g = a.klass[static_cast<std::size_t>(g)];
-    return g;
-  };
+  const auto cls = [&](std::int32_t g) { return findRoot(a.klass, g); };
   struct Class {
     std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = kStart - 1;
     bool first_write = true, state = false;
@@ -692,11 +688,7 @@ class BranchAnalyser {
     return true;
   }
 
-  std::int32_t find(std::int32_t g) {
-    while (parent_[static_cast<std::size_t>(g)] != g)
-      g = parent_[static_cast<std::size_t>(g)] = parent_[static_cast<std::size_t>(parent_[static_cast<std::size_t>(g)])];
-    return g;
-  }
+  std::int32_t find(std::int32_t g) { return findRoot(parent_, g); }
 
   // Groups that may reach one use from different paths at the same place
   // become one storage (the earliest group's).
