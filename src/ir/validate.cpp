@@ -1,11 +1,13 @@
 // Structural checks every importer runs before a model enters the pipeline.
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "memplan/graph.h"
 #include "memplan/limits.h"
+#include "ir/storage_root.h"
 
 namespace memplan {
 namespace {
@@ -118,25 +120,9 @@ void validateModel(const Model& m) {
       for (TensorId p : path) state[p] = kEnds;
     }
   }
-  // The tensor owning each storage that has gaps (views and in-place results
-  // followed; chains end, so each walk is remembered and the whole is O(n)).
-  std::vector<TensorId> owner;
-  if (any_gaps) {
-    owner.assign(m.tensors.size(), kNone);
-    std::vector<TensorId> walk;
-    for (TensorId t = 0; t < num_tensors; ++t) {
-      walk.clear();
-      TensorId cur = t;
-      while (owner[cur] == kNone && (m.tensors[cur].alias == AliasKind::View ||
-                                     m.tensors[cur].alias == AliasKind::InPlace)) {
-        walk.push_back(cur);
-        cur = m.tensors[cur].alias_of;
-      }
-      const TensorId root = owner[cur] != kNone ? owner[cur] : cur;
-      owner[cur] = root;
-      for (TensorId w : walk) owner[w] = root;
-    }
-  }
+  // The tensor owning each storage, asked only when some tensor has gaps.
+  std::optional<StorageRoots> owner;
+  if (any_gaps) owner.emplace(m);
 
   // Methods: distinct names and distinct root graphs, graph 0 among them.
   std::vector<char> entry(m.graphs.size(), 0);
@@ -229,8 +215,8 @@ void validateModel(const Model& m) {
     };
     // A node may not use a tensor of its graph inside one of its storage's gaps.
     const auto inGap = [&](TensorId t, NodeId n, const std::string& ctx) {
-      if (owner.empty()) return;
-      const Tensor& x = m.tensors[owner[t]];
+      if (!owner) return;
+      const Tensor& x = m.tensors[(*owner)(t)];
       if (x.gaps.empty() || x.graph != g) return;
       const auto after = std::upper_bound(x.gaps.begin(), x.gaps.end(), TimeValue{n},
                                           [](TimeValue v, const Gap& gap) { return v < gap.start; });

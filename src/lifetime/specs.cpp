@@ -9,6 +9,7 @@
 
 #include "memplan/specs.h"
 #include "ir/body_walk.h"
+#include "ir/storage_root.h"
 
 namespace memplan {
 namespace {
@@ -98,24 +99,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (TensorId t : graph.inputs) is_input[t] = 1;
   for (TensorId t : graph.outputs) is_output[t] = 1;
 
-  // The tensor whose storage `t` uses (View and InPlace aliases followed),
-  // with the walks remembered: every tensor of a walk learns its root, so a
-  // chain of n views costs O(n) in all, not O(n^2).
-  std::vector<TensorId> root_of(m.tensors.size(), kNone);
-  std::vector<TensorId> walk;
-  const auto rootOf = [&](TensorId t) {
-    walk.clear();
-    TensorId cur = t;
-    while (root_of[cur] == kNone &&
-           (m.tensors[cur].alias == AliasKind::View || m.tensors[cur].alias == AliasKind::InPlace)) {
-      walk.push_back(cur);
-      cur = m.tensors[cur].alias_of;
-    }
-    const TensorId root = root_of[cur] != kNone ? root_of[cur] : cur;
-    root_of[cur] = root;
-    for (TensorId w : walk) root_of[w] = root;
-    return root;
-  };
+  StorageRoots rootOf(m);
   // Spec of a tensor of this graph, created on first appearance.
   const auto specOf = [&](TensorId t) -> SpecId {
     if (m.tensors[t].graph != g) return kNone;  // outer-scope tensor
