@@ -1,9 +1,10 @@
 #include "export/export_util.h"
-#include "verify/pieces.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "verify/pieces.h"
 
 namespace memplan::exportutil {
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/export_util.h"
+#include "verify/pieces.h"
 
 namespace memplan {
 
@@ -154,13 +155,6 @@ std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
   return {count, devices};
 }
 
-// Inside one of the spec's gaps that holds none of its bytes.
-bool inGap(const Spec& s, TimeValue step) {
-  for (const Gap& g : s.gaps)
-    if (g.start <= step && step < g.end) return !g.window || g.window->first >= g.window->second;
-  return false;
-}
-
 }  // namespace
 
 std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
@@ -183,11 +177,17 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
       const exportutil::StepInfo at = exportutil::stepInfo(model, gp.graph, rp.peak_step);
       rp.peak_node = at.name;
       rp.peak_op = at.op;
+      // The tensors holding bytes at the peak, counted as the live curve
+      // counts them (pieces: a gap may hold none).
       std::vector<const Allocation*> live;
+      std::vector<piece::Piece> pieces;
       for (const Allocation& a : gp.allocations) {
         const Spec* spec = exportutil::allocSpec(gp, a);
-        if (a.mem_id == info.mem_id && spec && spec->first <= rp.peak_step &&
-            rp.peak_step <= spec->last && !inGap(*spec, rp.peak_step))
+        if (a.mem_id != info.mem_id || !spec) continue;
+        piece::piecesOf(*spec, a.size, pieces);
+        if (std::any_of(pieces.begin(), pieces.end(), [&](const piece::Piece& p) {
+              return p.first <= rp.peak_step && rp.peak_step <= p.last;
+            }))
           live.push_back(&a);
       }
       // Largest first; ties by offset then spec so the order is total.
