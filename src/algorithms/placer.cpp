@@ -82,20 +82,28 @@ class Placer::Tree {
   // p_.ranges_ / p_.runs_ = what b must stay clear of, as sorted runs.
   void gather(BufferId b) {
     const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
-    const std::size_t ls = static_cast<std::size_t>(rs) / w_;
-    const std::size_t le = static_cast<std::size_t>(re - 1) / w_;
-    // The first and last leaf: the buffers covering them, and those partly
-    // covering them that share time with b.
-    addList(a_[ls]);
-    addParts(part_[ls], rs, re);
+    forEachList(
+        b, [&](const std::vector<Run>& runs) { addList(runs); },
+        [&](const std::vector<Part>& parts) { addParts(parts, rs, re); });
+  }
+
+  // What b must stay clear of, list by list: `runs` gets sorted disjoint
+  // runs, `parts` a leaf's partial entries (to filter by b's lifetime).
+  // The first and last leaf: the buffers covering them, and those partly
+  // covering them; the leaves in between: everything stored there.
+  template <class Runs, class Parts>
+  void forEachList(BufferId b, Runs&& runs, Parts&& parts) {
+    const std::size_t ls = static_cast<std::size_t>(p_.rs_[b]) / w_;
+    const std::size_t le = static_cast<std::size_t>(p_.re_[b] - 1) / w_;
+    runs(a_[ls]);
+    parts(part_[ls]);
     if (le != ls) {
-      addList(a_[le]);
-      addParts(part_[le], rs, re);
+      runs(a_[le]);
+      parts(part_[le]);
     }
-    // Leaves in between: everything stored there.
     for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) addList(unionAt(l++));
-      if (r & 1) addList(unionAt(--r));
+      if (l & 1) runs(unionAt(l++));
+      if (r & 1) runs(unionAt(--r));
     }
   }
 
@@ -113,15 +121,13 @@ class Placer::Tree {
   Offset firstFit(BufferId id) {
     const Buffer& b = p_.bufs_[id];
     const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
-    const std::size_t ls = static_cast<std::size_t>(rs) / w_;
-    const std::size_t le = static_cast<std::size_t>(re - 1) / w_;
     lists_.clear();
     sizes_.clear();
     // Partial entries of the first and last leaf alive with b, joined.
     joined_.clear();
-    joined_.reserve(part_[ls].size() + (le != ls ? part_[le].size() : 0));
     std::size_t joined_at[2] = {0, 0}, joined_end[2] = {0, 0};
-    auto joinParts = [&](const std::vector<Part>& parts, int k) {
+    int k = 0;  // which leaf's entries: the first, then the last
+    auto joinParts = [&](const std::vector<Part>& parts) {
       joined_at[k] = joined_.size();
       std::size_t c = 0;
       for (const Part& e : parts) {
@@ -132,7 +138,7 @@ class Placer::Tree {
         else
           joined_.push_back(Run{e.lo, e.hi});
       }
-      joined_end[k] = joined_.size();
+      joined_end[k++] = joined_.size();
       p_.work_ += parts.size();
       if (c > 0) sizes_.push_back(c);
     };
@@ -142,19 +148,10 @@ class Placer::Tree {
       sizes_.push_back(runs.size());
       p_.work_ += runs.size();
     };
-    addSpan(a_[ls]);
-    joinParts(part_[ls], 0);
-    if (le != ls) {
-      addSpan(a_[le]);
-      joinParts(part_[le], 1);
-    }
-    for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) addSpan(unionAt(l++));
-      if (r & 1) addSpan(unionAt(--r));
-    }
-    for (int k = 0; k < 2; ++k)
-      if (joined_end[k] > joined_at[k])
-        lists_.push_back({joined_.data() + joined_at[k], joined_.data() + joined_end[k]});
+    forEachList(id, addSpan, joinParts);
+    for (int j = 0; j < k; ++j)
+      if (joined_end[j] > joined_at[j])
+        lists_.push_back({joined_.data() + joined_at[j], joined_.data() + joined_end[j]});
     chargeMerge();
 
     auto lift = [&](Offset v) {
