@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -244,29 +245,24 @@ class Auto : public Algorithm {
         // ExecuTorch's own failure modes (e.g. a pool too large) are not ours.
       }
     };
+    // First fit here; the others on threads of their own while there are
+    // cores for them, the rest here after first fit.
+    std::vector<std::function<void()>> others;
+    if (mp.buffers.size() <= p_.best_fit_max_buffers)
+      others.emplace_back([&] { fitPart(1, heur::Fit::Best); });
+    others.emplace_back(greedyPart);
     const unsigned threads = p_.threads ? p_.threads : std::thread::hardware_concurrency();
-    const bool best_fit = mp.buffers.size() <= p_.best_fit_max_buffers;
-    if (!best_fit) {
-      if (threads >= 2) {
-        std::thread second(greedyPart);
-        fitPart(0, heur::Fit::First);
-        second.join();
-      } else {
-        fitPart(0, heur::Fit::First);
-        if (!stop) greedyPart();
-      }
-    } else if (threads >= 2) {
-      std::thread second([&] { fitPart(1, heur::Fit::Best); });
-      std::thread third;
-      if (threads >= 3) third = std::thread(greedyPart);
+    if (threads >= 2) {
+      const std::size_t spawned = std::min<std::size_t>(threads - 1, others.size());
+      std::vector<std::thread> running;
+      for (std::size_t k = 0; k < spawned; ++k) running.emplace_back(others[k]);
       fitPart(0, heur::Fit::First);
-      if (threads < 3) greedyPart();
-      second.join();
-      if (third.joinable()) third.join();
+      for (std::size_t k = spawned; k < others.size(); ++k) others[k]();
+      for (std::thread& t : running) t.join();
     } else {
       fitPart(0, heur::Fit::First);
-      if (!stop) fitPart(1, heur::Fit::Best);
-      if (!stop) greedyPart();
+      for (const auto& run : others)
+        if (!stop) run();
     }
     if (parts[0].error) std::rethrow_exception(parts[0].error);
     if (!stop && parts[1].error) std::rethrow_exception(parts[1].error);
