@@ -25,8 +25,8 @@
 #include <cstring>
 
 #include "import/pte_format.h"
-#include "memplan/limits.h"
 #include "import/pte_raw.h"
+#include "memplan/limits.h"
 
 namespace memplan {
 namespace pte {
