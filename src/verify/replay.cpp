@@ -55,10 +55,13 @@ class Shadow {
     cells_.assign(static_cast<std::size_t>(size / granule + (size % granule != 0)), kUnwritten);
   }
   bool cells() const { return cells_mode_; }
+  // Cells and runs writes and checks visited (ReplayResult::shadow_work).
+  std::uint64_t work() const { return work_; }
 
   void write(Offset off, Bytes n, WriteId id) {
     if (n == 0) return;
     if (cells_mode_) {
+      work_ += (off + n) / granule_ - off / granule_;
       std::fill(cells_.begin() + static_cast<std::ptrdiff_t>(off / granule_),
                 cells_.begin() + static_cast<std::ptrdiff_t>((off + n) / granule_), id);
       return;
@@ -75,6 +78,7 @@ class Shadow {
     }
     it = runs_.lower_bound(off);
     while (it != runs_.end() && it->first < end) {
+      ++work_;
       if (it->second.end > end) {  // keep the part past `end`
         const Run tail = it->second;
         runs_.erase(it);
@@ -84,6 +88,7 @@ class Shadow {
       it = runs_.erase(it);
     }
     runs_.emplace(off, Run{end, id});
+    ++work_;
   }
 
   struct Mismatch {
@@ -95,13 +100,14 @@ class Shadow {
   std::optional<Mismatch> check(Offset off, Bytes n, const Accept& accept) const {
     if (n == 0) return std::nullopt;
     if (cells_mode_) {
-      for (std::size_t c = off / granule_, e = (off + n) / granule_; c < e; ++c)
+      for (std::size_t c = off / granule_, e = (off + n) / granule_; c < e; ++c, ++work_)
         if (!accept(cells_[c])) return Mismatch{c * granule_, cells_[c]};
       return std::nullopt;
     }
     const Offset end = off + n;
     Offset pos = off;
     while (pos < end) {
+      ++work_;
       auto it = runs_.upper_bound(pos);
       if (it == runs_.begin() || std::prev(it)->second.end <= pos) {
         if (!accept(kUnwritten)) return Mismatch{pos, kUnwritten};
@@ -121,6 +127,7 @@ class Shadow {
     WriteId id;
   };
   bool cells_mode_ = false;
+  mutable std::uint64_t work_ = 0;
   Bytes granule_ = 1;
   std::vector<WriteId> cells_;
   std::map<Offset, Run> runs_;
@@ -202,6 +209,12 @@ std::uint64_t saturatingCount(std::uint64_t a, std::uint64_t b) {
 }
 void bump(std::uint64_t& count) { count = saturatingCount(count, 1); }
 
+std::uint64_t shadowWork(const std::vector<Shadow>& shadows) {
+  std::uint64_t work = 0;
+  for (const Shadow& s : shadows) work = saturatingCount(work, s.work());
+  return work;
+}
+
 // ---------------------------------------------------------------------------
 // Model replay.
 //
@@ -239,6 +252,7 @@ class ModelReplay {
       if (failed()) break;
       runMethod(entry);
     }
+    r_.shadow_work = shadowWork(shadows_);
     // What needs no running (pools, presets, pins, bounds, the reserved
     // prefix, alignment) is then checked as the verifier checks it.
     if (!failed()) {
@@ -1014,6 +1028,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_optio
                               c.victim, specs[op.spec].first, specs[op.spec].last, c.mem_id,
                               c.offset, other != kNone ? c.writer : "nothing", c.write_step);
       report(r, std::move(c));
+      r.shadow_work = shadowWork(shadows);
       return r;
     }
   }
@@ -1033,8 +1048,10 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_optio
                             "at offset {} by '{}' (written at step {})",
                             m, reserved[m], c.offset, c.writer, c.write_step);
     report(r, std::move(c));
+    r.shadow_work = shadowWork(shadows);
     return r;
   }
+  r.shadow_work = shadowWork(shadows);
   return r;
 }
 
