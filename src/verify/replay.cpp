@@ -43,6 +43,11 @@ constexpr WriteId kUnwritten = 0;
 //                                          pool has at most that many cells
 //                                          per range (a few per tensor)
 //
+//   write w4 over [96, 144): y's head and z's tail stay
+//   runs_                0 -> {64, w1}  64 -> {96, w2}  96 -> {144, w4}  144 -> {160, w3}
+//   check y [64, 128) for w2: the run at 64 passes, the run at 96 is w4:
+//                        Mismatch{96, w4}, the first clobbered byte and its writer
+//
 // A range of 2^27 bytes is one run; as cells it would be 2^27 writes at
 // granule 1, the reason the flat form is held to a few cells per range.
 class Shadow {
@@ -54,7 +59,6 @@ class Shadow {
     granule_ = granule;
     cells_.assign(static_cast<std::size_t>(size / granule + (size % granule != 0)), kUnwritten);
   }
-  bool cells() const { return cells_mode_; }
   // Cells and runs writes and checks visited (ReplayResult::shadow_work).
   std::uint64_t work() const { return work_; }
 
