@@ -1,8 +1,10 @@
 // Hostile inputs that once made memplan quadratic (issue 21), at two sizes
 // each: CPU seconds and peak RSS per run, the growth exponent between the
 // sizes (1: linear, 2: quadratic), and the budget the larger run must stay
-// under (docs/reliability.md). Exit code 1 when a run fails or is over its
-// budget.
+// under (docs/reliability.md). Then the small files of tests/data/hostile-replay
+// that once made the replay cost their tensors' bytes or wrap its counters:
+// the replay's CPU seconds, the run's peak RSS and the counts. Exit code 1
+// when a run fails or is over its budget.
 //
 //   hostile [--scale X]     sizes times X (default 1)
 //
@@ -13,7 +15,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,22 +107,68 @@ Result measure(const Case& c, std::size_t n) {
   return r;
 }
 
-Result inChild(const Case& c, std::size_t n) {
+// A file of tests/data/hostile-replay, planned as `memplan plan` does
+// (alignment given for graph JSON made with --alignment 1), then replayed.
+struct ReplayCase {
+  std::string file;
+  std::optional<Bytes> alignment;
+  double budget_cpu_s, budget_mb;
+};
+
+struct ReplayRun {
+  Result result;
+  std::uint64_t writes = 0, reads = 0, steps = 0;
+};
+
+ReplayRun measureReplay(const ReplayCase& c) {
+  ReplayRun run;
+  Result& r = run.result;
+  try {
+    const Input in = readInput(std::filesystem::path(MEMPLAN_DATA_DIR) / "hostile-replay" / c.file);
+    PlanRequest request;
+    if (c.alignment) request.options.alignment = *c.alignment;
+    const Plan p = plan(in, request);
+    const double c0 = cpuSeconds();
+    const ReplayResult replayed = replay(in, p);
+    r.cpu = cpuSeconds() - c0;
+    if (!replayed.ok()) throw PlanError("the plan failed the replay: " + replayed.message);
+    run.writes = replayed.writes;
+    run.reads = replayed.reads;
+    run.steps = replayed.steps;
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    r.peak_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
+    r.ok = true;
+  } catch (const std::exception& e) {
+    std::snprintf(r.error, sizeof r.error, "%s", e.what());
+  }
+  return run;
+}
+
+// Runs `measure` in a child process: the peak RSS is its own.
+template <typename T>
+T inChild(const std::function<T()>& measure) {
   int fd[2];
   if (pipe(fd) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
-    const Result r = measure(c, n);
+    const T r = measure();
     const ssize_t put = write(fd[1], &r, sizeof r);
     _exit(put == static_cast<ssize_t>(sizeof r) ? 0 : 1);
   }
   close(fd[1]);
-  Result r;
-  if (read(fd[0], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) std::snprintf(r.error, sizeof r.error, "child died");
+  T r;
+  if (read(fd[0], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) r = T{};
   close(fd[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  return r;
+}
+
+Result inChild(const Case& c, std::size_t n) {
+  Result r = inChild<Result>([&] { return measure(c, n); });
+  if (!r.ok && !r.error[0]) std::snprintf(r.error, sizeof r.error, "child died");
   return r;
 }
 
@@ -169,6 +219,33 @@ int main(int argc, char** argv) {
     std::printf("| %s | %s | %.2f | %.0f | %s | %.2f | %.0f | %.2f | %s %.0f s, %.0f MB |\n", c.name.c_str(),
                 withCommas(small).c_str(), a.cpu, a.peak_mb, withCommas(large).c_str(), b.cpu, b.peak_mb,
                 exponent, within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
+    std::fflush(stdout);
+  }
+  std::printf("\n| replay of | file size | replay CPU s | peak RSS MB | writes, reads, steps | budget |\n");
+  std::printf("|---|---:|---:|---:|---|---|\n");
+  const std::vector<ReplayCase> replays = {
+      {"slow.csv", std::nullopt, 1, 256},
+      {"rs200.json", Bytes{1}, 1, 256},
+      {"manyreads1000.tflite", std::nullopt, 1, 256},
+      {"cd32.json", std::nullopt, 1, 256},
+      {"if_dag_40.tflite", std::nullopt, 1, 256},
+  };
+  for (const ReplayCase& c : replays) {
+    const ReplayRun run = inChild<ReplayRun>([&] { return measureReplay(c); });
+    const Result& r = run.result;
+    if (!r.ok) {
+      std::printf("| %s | failed: %s |\n", c.file.c_str(), r.error[0] ? r.error : "child died");
+      status = 1;
+      continue;
+    }
+    const bool within = r.cpu <= c.budget_cpu_s && r.peak_mb <= c.budget_mb;
+    status |= within ? 0 : 1;
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(std::filesystem::path(MEMPLAN_DATA_DIR) / "hostile-replay" / c.file, ec);
+    std::printf("| %s | %s B | %.2f | %.0f | %llu, %llu, %llu | %s %.0f s, %.0f MB |\n", c.file.c_str(),
+                withCommas(ec ? 0 : static_cast<std::size_t>(bytes)).c_str(), r.cpu, r.peak_mb,
+                static_cast<unsigned long long>(run.writes), static_cast<unsigned long long>(run.reads),
+                static_cast<unsigned long long>(run.steps), within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
     std::fflush(stdout);
   }
   return status;

@@ -1,8 +1,8 @@
 // Replay: proves a plan by running the model on shadow arenas.
 //
 // The verifier reasons about lifetimes; the replay does not look at them at
-// all. It gives every planned pool a shadow arena (one 32-bit owner id per
-// granule, or an interval map when the arenas would be too big) and walks the
+// all. It gives every planned pool a shadow arena (an interval map of owner
+// ids, or one 32-bit id per granule when every tensor is a few granules) and walks the
 // graph in execution order, exactly as a runtime would:
 //
 //   1. Graph start: planned graph inputs are written (copied in) in order,
@@ -37,9 +37,11 @@
 namespace memplan {
 
 struct ReplayOptions {
-  // Shadow memory for all pools together (4 bytes per granule, the granule
-  // being the gcd of every offset and size in the pool). Pools that do not
-  // fit are replayed on an interval map: same verdicts, O(log n) per write.
+  // Shadow memory for flat pools together (4 bytes per granule, the granule
+  // being the gcd of every offset and size in the pool). A pool is flat only
+  // when no tensor spans more than 64 granules and it has at most 64 per
+  // tensor; the others, and those over this budget, are replayed on an
+  // interval map: same verdicts, O(log n) per write or check.
   std::uint64_t max_dense_bytes = std::uint64_t{1} << 30;
   bool force_sparse = false;         // interval maps only (tests cross-check)
 };
@@ -70,6 +72,9 @@ struct ReplayResult {
   std::uint64_t reads = 0;           // checked reads of planned storage
   std::uint64_t steps = 0;           // nodes replayed (bodies included)
   std::uint64_t dense_pools = 0, sparse_pools = 0;
+  // Shadow cells and runs the writes and checks visited: follows the
+  // number of tensors and steps, never their bytes.
+  std::uint64_t shadow_work = 0;
   bool ok() const { return issue == ReplayIssue::None; }
 };
 

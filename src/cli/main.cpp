@@ -1,9 +1,14 @@
 // memplan command line: plan, verify, replay, import, algorithms, report.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +23,17 @@ using namespace memplan::cli;
 int report(const std::string& message, int code) {
   std::cerr << "memplan: " << memplan::printable(message, 4000) << "\n";
   return code;
+}
+
+// Whether everything written to standard output reached it: a full disk or a
+// closed stdout loses a command's product (import's graph, --json), so it
+// is an error like a failed -o, not a success.
+std::optional<std::string> stdoutError() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout;
+  if (!failed) return std::nullopt;
+  return std::string("standard output: write failed") + (errno ? std::string(": ") + std::strerror(errno) : "");
 }
 
 std::vector<std::string> commandNames(CLI::App& app) {
@@ -90,7 +106,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version
+    const int code = app.exit(e);  // --help, --version
+    if (const auto error = stdoutError()) return report(*error, kExitBadInput);
+    return code;
   } catch (const CLI::ParseError& e) {
     return report(describe(app, argc, argv, e), kExitBadInput);
   }
@@ -102,8 +120,10 @@ int main(int argc, char** argv) {
         // fails (an exception, exit code 1) leaves the targets as they were.
         memplan::OutputTransaction outputs;
         const int code = c.run();
+        // Before outputs that are the standard output; a product lost
+        // there fails the run whatever its verdict.
+        if (const auto error = stdoutError()) return report(*error, kExitBadInput);
         if (code != kExitOk) return code;
-        std::cout.flush();  // before outputs that are the standard output
         outputs.commit();
         return code;
       }

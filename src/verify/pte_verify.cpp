@@ -1,6 +1,8 @@
 // Checking a plan of an ExecuTorch program: the verifier, what the runtime
 // checks at load, and the replay, method by method.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -84,11 +86,17 @@ ReplayResult replayPte(const PteProgram& p, const Plan& plan, const ReplayOption
     }
     one.graphs.push_back(std::move(gp));
     ReplayResult r = replayPlan(model, one, options);
-    total.writes += r.writes;
-    total.reads += r.reads;
-    total.steps += r.steps;
+    // Counts saturate at 2^64 - 1, as each method's do.
+    const auto add = [](std::uint64_t& sum, std::uint64_t n) {
+      sum = n > std::numeric_limits<std::uint64_t>::max() - sum ? std::numeric_limits<std::uint64_t>::max()
+                                                                : sum + n;
+    };
+    add(total.writes, r.writes);
+    add(total.reads, r.reads);
+    add(total.steps, r.steps);
     total.dense_pools += r.dense_pools;
     total.sparse_pools += r.sparse_pools;
+    add(total.shadow_work, r.shadow_work);
     if (!r.ok()) {
       const ReplayResult counts = total;
       total = std::move(r);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -22,22 +23,49 @@ namespace {
 using WriteId = std::uint32_t;  // index into the write log; 0 = never written
 constexpr WriteId kUnwritten = 0;
 
-// One pool's shadow: which write last touched each byte. Dense mode keeps one
-// id per granule (every range is a multiple of it); sparse mode keeps
-// disjoint runs [start, end) -> id in an ordered map.
+// ---------------------------------------------------------------------------
+// Shadow of one pool: which write last touched each byte.
+//
+// A write or a check costs what the tensors are, never what they weigh:
+// the shadow is a run map unless a flat array of granules is as cheap.
+//
+//   pool (mem_id 1)   0        64       128   160     x, y at 64 B, z at 32 B
+//                     |--x:w1--|--y:w2--|z:w3-|
+//
+//   runs_  (map)      0 -> {end 64, w1}    each key a run's first byte; runs
+//                    64 -> {end 128, w2}   are disjoint, bytes of no run are
+//                   128 -> {end 160, w3}   unwritten. write: O(log n + runs
+//                                          it replaces); check: O(log n +
+//                                          runs it crosses), whatever the size
+//   cells_ (flat)     [w1 w1 w2 w2 w3]     granule 32 (gcd of every end):
+//                                          only when no range spans more than
+//                                          kMaxCellsPerRange cells and the
+//                                          pool has at most that many cells
+//                                          per range (a few per tensor)
+//
+//   write w4 over [96, 144): y's head and z's tail stay
+//   runs_                0 -> {64, w1}  64 -> {96, w2}  96 -> {144, w4}  144 -> {160, w3}
+//   check y [64, 128) for w2: the run at 64 passes, the run at 96 is w4:
+//                        Mismatch{96, w4}, the first clobbered byte and its writer
+//
+// A range of 2^27 bytes is one run; as cells it would be 2^27 writes at
+// granule 1, the reason the flat form is held to a few cells per range.
 class Shadow {
  public:
-  void initDense(Bytes size, Bytes granule) {
-    dense_ = true;
+  static constexpr std::uint64_t kMaxCellsPerRange = 64;
+
+  void initCells(Bytes size, Bytes granule) {
+    cells_mode_ = true;
     granule_ = granule;
     cells_.assign(static_cast<std::size_t>(size / granule + (size % granule != 0)), kUnwritten);
   }
-  void initSparse() { dense_ = false; }
-  bool dense() const { return dense_; }
+  // Cells and runs writes and checks visited (ReplayResult::shadow_work).
+  std::uint64_t work() const { return work_; }
 
   void write(Offset off, Bytes n, WriteId id) {
     if (n == 0) return;
-    if (dense_) {
+    if (cells_mode_) {
+      work_ += (off + n) / granule_ - off / granule_;
       std::fill(cells_.begin() + static_cast<std::ptrdiff_t>(off / granule_),
                 cells_.begin() + static_cast<std::ptrdiff_t>((off + n) / granule_), id);
       return;
@@ -54,6 +82,7 @@ class Shadow {
     }
     it = runs_.lower_bound(off);
     while (it != runs_.end() && it->first < end) {
+      ++work_;
       if (it->second.end > end) {  // keep the part past `end`
         const Run tail = it->second;
         runs_.erase(it);
@@ -63,6 +92,7 @@ class Shadow {
       it = runs_.erase(it);
     }
     runs_.emplace(off, Run{end, id});
+    ++work_;
   }
 
   struct Mismatch {
@@ -73,14 +103,15 @@ class Shadow {
   template <typename Accept>
   std::optional<Mismatch> check(Offset off, Bytes n, const Accept& accept) const {
     if (n == 0) return std::nullopt;
-    if (dense_) {
-      for (std::size_t c = off / granule_, e = (off + n) / granule_; c < e; ++c)
+    if (cells_mode_) {
+      for (std::size_t c = off / granule_, e = (off + n) / granule_; c < e; ++c, ++work_)
         if (!accept(cells_[c])) return Mismatch{c * granule_, cells_[c]};
       return std::nullopt;
     }
     const Offset end = off + n;
     Offset pos = off;
     while (pos < end) {
+      ++work_;
       auto it = runs_.upper_bound(pos);
       if (it == runs_.begin() || std::prev(it)->second.end <= pos) {
         if (!accept(kUnwritten)) return Mismatch{pos, kUnwritten};
@@ -99,28 +130,46 @@ class Shadow {
     Offset end;
     WriteId id;
   };
-  bool dense_ = true;
+  bool cells_mode_ = false;
+  mutable std::uint64_t work_ = 0;
   Bytes granule_ = 1;
   std::vector<WriteId> cells_;
   std::map<Offset, Run> runs_;
 };
 
-// Builds the shadows of `sizes` (index = mem_id): dense while the budget
-// lasts, in mem_id order, sparse beyond. `granules[m]` divides every range.
-std::vector<Shadow> makeShadows(const std::vector<Bytes>& sizes, const std::vector<Bytes>& granules,
-                                const ReplayOptions& options, ReplayResult& result) {
-  std::vector<Shadow> shadows(sizes.size());
+// The ranges a pool's shadow will be written and checked over: what
+// chooses its form.
+struct PoolShape {
+  Bytes size = 0;            // arena bytes
+  Bytes granule = 0;         // gcd of every range's ends (0: no range yet)
+  Bytes longest = 0;         // longest range
+  std::uint64_t ranges = 0;  // ranges added
+  void add(Offset begin, Bytes n) {
+    granule = std::gcd(granule, std::gcd(begin, begin + n));
+    longest = std::max(longest, n);
+    ++ranges;
+  }
+};
+
+// Shadows of `pools` (index = mem_id): flat cells where each range is a few
+// cells, the pool a few cells per range and the budget lasts (in mem_id
+// order); run maps otherwise.
+std::vector<Shadow> makeShadows(const std::vector<PoolShape>& pools, const ReplayOptions& options,
+                                ReplayResult& result) {
+  std::vector<Shadow> shadows(pools.size());
   std::uint64_t budget = options.force_sparse ? 0 : options.max_dense_bytes;
-  for (std::size_t m = 1; m < sizes.size(); ++m) {
-    const Bytes g = std::max<Bytes>(granules[m], 1);
-    const std::uint64_t cells = sizes[m] / g + (sizes[m] % g != 0);
+  for (std::size_t m = 1; m < pools.size(); ++m) {
+    const PoolShape& pool = pools[m];
+    const Bytes g = std::max<Bytes>(pool.granule, 1);
+    const std::uint64_t cells = pool.size / g + (pool.size % g != 0);
     const std::uint64_t cost = cells * sizeof(WriteId);  // sizes <= kMaxBytes: no overflow
-    if (cells <= budget / sizeof(WriteId) && cost <= budget) {
+    const bool cheap = pool.longest / g <= Shadow::kMaxCellsPerRange &&
+                       cells / Shadow::kMaxCellsPerRange <= pool.ranges;
+    if (cheap && cells <= budget / sizeof(WriteId) && cost <= budget) {
       budget -= cost;
-      shadows[m].initDense(sizes[m], g);
+      shadows[m].initCells(pool.size, g);
       ++result.dense_pools;
     } else {
-      shadows[m].initSparse();
       ++result.sparse_pools;
     }
   }
@@ -162,6 +211,13 @@ std::uint64_t saturatingCount(std::uint64_t a, std::uint64_t b) {
   return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
                                                            : a + b;
 }
+void bump(std::uint64_t& count) { count = saturatingCount(count, 1); }
+
+std::uint64_t shadowWork(const std::vector<Shadow>& shadows) {
+  std::uint64_t work = 0;
+  for (const Shadow& s : shadows) work = saturatingCount(work, s.work());
+  return work;
+}
 
 // ---------------------------------------------------------------------------
 // Model replay.
@@ -200,6 +256,7 @@ class ModelReplay {
       if (failed()) break;
       runMethod(entry);
     }
+    r_.shadow_work = shadowWork(shadows_);
     // What needs no running (pools, presets, pins, bounds, the reserved
     // prefix, alignment) is then checked as the verifier checks it.
     if (!failed()) {
@@ -213,6 +270,7 @@ class ModelReplay {
 
  private:
   struct Event {
+    std::int64_t storage = -1;
     TensorId tensor = kNone;
     GraphId graph = 0;
     std::string node;  // "" = graph start / first use
@@ -352,7 +410,8 @@ class ModelReplay {
         for (std::size_t m = 0; m < b.size(); ++m) sizes[m] = std::max(sizes[m], b[m]);
       }
     }
-    std::vector<Bytes> granules(sizes.size(), 0);
+    std::vector<PoolShape> pools(sizes.size());
+    for (std::size_t m = 0; m < sizes.size(); ++m) pools[m].size = sizes[m];
     for (const Storage& s : storages_) {
       if (!s.alloc || s.need == 0) continue;
       const Allocation& a = *s.alloc;
@@ -377,13 +436,12 @@ class ModelReplay {
                          s.graph, name, a.mem_id, a.offset, a.size, own, arena));
         return false;
       }
-      granules[mid] = std::gcd(granules[mid], std::gcd(a.offset, *end));
+      pools[mid].add(a.offset, a.size);
       if (gp.specs.specs[s.spec].gaps.empty()) continue;
       piece::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
-      for (const piece::Piece& p : pieces_)
-        granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
+      for (const piece::Piece& p : pieces_) pools[mid].add(a.offset + p.begin, p.end - p.begin);
     }
-    shadows_ = makeShadows(sizes, granules, options_, r_);
+    shadows_ = makeShadows(pools, options_, r_);
     gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
     traces_.resize(m_.graphs.size());
     touched_.assign(storages_.size(), 0);
@@ -399,6 +457,12 @@ class ModelReplay {
   }
 
   bool planned(std::int64_t s) const { return s >= 0 && storages_[s].alloc && storages_[s].need; }
+
+  // Pinned tensors the plan lets share bytes (allow_pinned_overlap) may
+  // overwrite each other, as the verifier lets them; nothing else may.
+  bool mayOverlapPinned(std::int64_t s) const {
+    return p_.options.allow_pinned_overlap && s >= 0 && specOf(storages_[s]).offset.has_value();
+  }
 
   const Spec& specOf(const Storage& st) const { return p_.graphs[st.graph].specs.specs[st.spec]; }
 
@@ -451,11 +515,11 @@ class ModelReplay {
       return;
     }
     const auto id = static_cast<WriteId>(events_.size());
-    events_.push_back(Event{t, g, node, step});
+    events_.push_back(Event{s, t, g, node, step});
     const Bytes until = end.value_or(st.alloc->size);
     shadows_[st.alloc->mem_id].write(st.alloc->offset + begin, until - begin, id);
     st.version = id;
-    ++r_.writes;
+    bump(r_.writes);
   }
 
   // Checks that `t` holds its last write (in bytes [begin, end) of its
@@ -472,11 +536,14 @@ class ModelReplay {
       return;
     }
     Storage& st = storages_[s];
-    ++r_.reads;
+    bump(r_.reads);
     const WriteId want = st.version;
     const Bytes until = end_byte.value_or(st.alloc->size);
-    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset + begin, until - begin,
-                                                      [want](WriteId id) { return id == want; });
+    const bool pinned = mayOverlapPinned(s);
+    const auto accept = [&](WriteId id) {
+      return id == want || (pinned && id != kUnwritten && mayOverlapPinned(events_[id].storage));
+    };
+    const auto bad = shadows_[st.alloc->mem_id].check(st.alloc->offset + begin, until - begin, accept);
     if (!bad) return;
     Clobber c;
     c.graph = g;
@@ -726,7 +793,7 @@ class ModelReplay {
       const TimeValue step = nodeTime(graph, n);
       gapsUntil(step, node.name);
       if (failed()) break;
-      ++r_.steps;
+      bump(r_.steps);
       for (TensorId t : node.inputs) read(t, g, node.name, step, false);
       for (GraphId sub : node.subgraphs) runBody(sub);
       if (failed()) break;
@@ -739,9 +806,10 @@ class ModelReplay {
         if (sub >= 0 && static_cast<std::size_t>(sub) < m_.graphs.size())
           for (const Use& use : captured(sub)) {
             if (overwrittenByNode(use.tensor, node)) continue;
-            const std::uint64_t done = r_.reads + r_.writes;
+            const auto done = std::pair(r_.reads, r_.writes);
             read(use.tensor, g, node.name, step, false);
-            if (!failed() && r_.reads + r_.writes != done) r_.reads = saturatingCount(r_.reads, use.times - 1);
+            if (!failed() && std::pair(r_.reads, r_.writes) != done)
+              r_.reads = saturatingCount(r_.reads, use.times - 1);
           }
     }
     const TimeValue end = nodeTime(graph, static_cast<NodeId>(graph.nodes.size()));
@@ -818,7 +886,8 @@ ReplayResult replayPlan(const Model& model, const Plan& plan, const ReplayOption
 // ---------------------------------------------------------------------------
 // Spec list replay.
 namespace {
-ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options);
+ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_options,
+                            const ReplayOptions& options);
 }  // namespace
 
 ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
@@ -827,7 +896,7 @@ ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
 
 ReplayResult replaySpecs(const GraphPlan& plan, const PlanOptions& plan_options,
                          const ReplayOptions& options) {
-  ReplayResult r = replaySpecsRun(plan, options);
+  ReplayResult r = replaySpecsRun(plan, plan_options, options);
   if (!r.ok()) return r;
   // What needs no running is checked as the verifier checks it.
   if (const VerifyResult structure = checkGraphStructure(plan, plan_options, 1); !structure.ok()) {
@@ -839,7 +908,8 @@ ReplayResult replaySpecs(const GraphPlan& plan, const PlanOptions& plan_options,
 
 namespace {
 
-ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options) {
+ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_options,
+                            const ReplayOptions& options) {
   ReplayResult r;
   const std::vector<Spec>& specs = plan.specs.specs;
   std::vector<const Allocation*> alloc(specs.size(), nullptr);
@@ -856,8 +926,11 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     if (pool.mem_id >= 1 && static_cast<std::size_t>(pool.mem_id) < reserved.size())
       reserved[pool.mem_id] = std::min(pool.reserved, plan.bufsizes[pool.mem_id]);
 
-  std::vector<Bytes> granules(plan.bufsizes.size(), 0);
-  for (std::size_t m = 1; m < reserved.size(); ++m) granules[m] = reserved[m];
+  std::vector<PoolShape> pools(plan.bufsizes.size());
+  for (std::size_t m = 1; m < reserved.size(); ++m) {
+    pools[m].size = plan.bufsizes[m];
+    if (reserved[m] > 0) pools[m].add(0, reserved[m]);
+  }
   // One write and one read per piece (a spec without gaps: one piece).
   struct Op {
     TimeValue time;
@@ -892,7 +965,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
                               spec.last);
       return r;
     }
-    granules[mid] = std::gcd(granules[mid], std::gcd(a->offset, *end));
+    pools[mid].add(a->offset, a->size);
     if (spec.gaps.empty()) {
       ops.push_back({spec.first, false, static_cast<SpecId>(s), -1});
       ops.push_back({spec.last, true, static_cast<SpecId>(s), -1});
@@ -900,7 +973,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     }
     piece::piecesOf(spec, a->size, pieces);
     for (const piece::Piece& p : pieces) {
-      granules[mid] = std::gcd(granules[mid], std::gcd(p.begin, p.end));
+      pools[mid].add(a->offset + p.begin, p.end - p.begin);
       const auto part = static_cast<std::int64_t>(parts.size());
       parts.push_back(p);
       ops.push_back({p.first, false, static_cast<SpecId>(s), part});
@@ -912,7 +985,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
     if (a.time != b.time) return a.time < b.time;
     return a.read < b.read;
   });
-  std::vector<Shadow> shadows = makeShadows(plan.bufsizes, granules, options, r);
+  std::vector<Shadow> shadows = makeShadows(pools, options, r);
 
   // Write ids: 1 + spec for specs, `reserved_id` for the prefixes.
   const WriteId reserved_id = static_cast<WriteId>(specs.size()) + 1;
@@ -933,13 +1006,15 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
       continue;
     }
     ++r.reads;
-    // A ShareWith pair at one offset may overwrite each other (the
-    // verifier's exception).
+    // A ShareWith pair at one offset may overwrite each other, and so may
+    // pinned specs the plan lets share bytes (the verifier's exceptions).
+    const bool pinned = plan_options.allow_pinned_overlap && specs[op.spec].offset.has_value();
     const auto accept = [&](WriteId found) {
       if (found == id) return true;
       const SpecId other = specOfId(found);
-      return other != kNone && alloc[other] && alloc[other]->mem_id == a.mem_id &&
-             alloc[other]->offset == a.offset &&
+      if (other == kNone) return false;
+      if (pinned && specs[other].offset.has_value()) return true;
+      return alloc[other] && alloc[other]->mem_id == a.mem_id && alloc[other]->offset == a.offset &&
              (specs[other].inplace_base == op.spec || specs[op.spec].inplace_base == other);
     };
     if (const auto bad = shadows[a.mem_id].check(at, n, accept)) {
@@ -957,6 +1032,7 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
                               c.victim, specs[op.spec].first, specs[op.spec].last, c.mem_id,
                               c.offset, other != kNone ? c.writer : "nothing", c.write_step);
       report(r, std::move(c));
+      r.shadow_work = shadowWork(shadows);
       return r;
     }
   }
@@ -976,8 +1052,10 @@ ReplayResult replaySpecsRun(const GraphPlan& plan, const ReplayOptions& options)
                             "at offset {} by '{}' (written at step {})",
                             m, reserved[m], c.offset, c.writer, c.write_step);
     report(r, std::move(c));
+    r.shadow_work = shadowWork(shadows);
     return r;
   }
+  r.shadow_work = shadowWork(shadows);
   return r;
 }
 
