@@ -348,6 +348,7 @@ class _Method:
         self.step = 0
         self.moved = _Sets()           # one runtime tensor, moved from graph to graph
         self.bound: Dict[int, Any] = {}  # id(placeholder spec) -> the parent's spec
+        self.siblings: List[tuple] = []  # (true branch's result, false branch's result)
         self._lay_out(self.top, ())
 
     def _lay_out(self, g: _Graph, branch: tuple) -> None:
@@ -355,6 +356,7 @@ class _Method:
         for node in g.nodes:
             first = self.step
             kind, bodies = _control_flow(g.gm, node)
+            branch_results: List[List[Any]] = []
             for k, body in enumerate(bodies):
                 b = self.graphs.get(id(body))
                 if b is None:
@@ -366,9 +368,12 @@ class _Method:
                     results = [self._resolve(s) for s in _specs(b.nodes[-1].args[0])]
                     for mine, theirs in zip(_specs(node), results):
                         self.moved.union(mine, theirs)
+                    branch_results.append(results)
             if not bodies:
                 self.step += 1
             g.spans.append((first, self.step - 1))
+            if len(branch_results) == 2:  # only one branch runs: its result may take the other's bytes
+                self.siblings += list(zip(*branch_results))
 
     def _bind(self, kind: str, node: Any, body: _Graph) -> None:
         holders = [n for n in body.nodes if n.op == "placeholder"]
@@ -431,6 +436,9 @@ def _problem(method: _Method, alignment: int) -> _Problem:
             specs.append(spec)
             graph_of.append(g)
             preset.append(m)
+    for a, b in method.siblings:
+        if id(a) in index and id(b) in index and a is not b:
+            shared.union(a, b)
     n = len(specs)
     first, last, nbytes, mem_id = [0] * n, [0] * n, [0] * n, [0] * n
     span: Dict[int, List[int]] = {}
