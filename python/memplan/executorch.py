@@ -176,6 +176,15 @@ def algorithm(name: str = "auto", effort: float = 1.0, *, time_limit: float = 0.
     The callable's ``__name__`` is ``memplan_<name>`` (the suite logs it).
     Results of algorithms other than ExecuTorch's own are verified before
     they are returned; an unsafe plan raises PlanError instead.
+
+    Unsafe with control flow: ExecuTorch calls it once per graph, each
+    ``torch.cond``/``map``/``scan`` body from offset 0 of the same pools,
+    and the runtime moves a cond branch's result into the parent by pointer
+    (MoveCall): the result keeps the body's bytes, which the next body
+    reuses. A program where a cond's result is alive while a later cond
+    runs, or a cond nests in a branch, then computes wrong outputs (as with
+    ExecuTorch's own greedy). Plan such programs with
+    :class:`MemoryPlanningPass`, which plans a method's graphs together.
     """
     known = {a[0]: bool(a[2]) for a in _memplan.algorithms()}
     if name not in known:
