@@ -422,9 +422,10 @@ class _Problem:
     offset_aliases: List[tuple]    # (spec, storage_base): placed inside their base
     unused: List[Any]              # bound placeholders: never a runtime tensor
     extra_padding: int
+    own: List[tuple] = None        # each spec's own (first, last), before storages merge them
 
 
-def _problem(method: _Method, alignment: int) -> _Problem:
+def _problem(method: _Method, alignment: int, share_branch_results: bool) -> _Problem:
     index: Dict[int, int] = {}
     specs, graph_of, preset, offset_aliases, unused = [], [], [], [], []
     shared = _Sets()                   # ExecuTorch's own aliases: one storage
@@ -445,7 +446,7 @@ def _problem(method: _Method, alignment: int) -> _Problem:
             specs.append(spec)
             graph_of.append(g)
             preset.append(m)
-    for a, b in method.siblings:
+    for a, b in method.siblings if share_branch_results else []:
         if id(a) in index and id(b) in index and a is not b:
             shared.union(a, b)
     n = len(specs)
@@ -461,6 +462,7 @@ def _problem(method: _Method, alignment: int) -> _Problem:
     # runtime keeps the first one's bytes (MoveCall moves a pointer).
     for i, spec in enumerate(specs):
         last[i] = span[method.moved.find(spec)][1]
+    own = list(zip(first, last))
     # ExecuTorch's aliases: one storage at its largest member.
     root: Dict[int, int] = {}
     for i, spec in enumerate(specs):
@@ -479,7 +481,7 @@ def _problem(method: _Method, alignment: int) -> _Problem:
         if base[i] >= 0:
             first[i], last[i] = first[base[i]], last[base[i]]
     return _Problem(specs, first, last, nbytes, mem_id, base, [g.branch for g in graph_of],
-                    offset_aliases, unused, max(g.extra_padding for g in method.graphs.values()))
+                    offset_aliases, unused, max(g.extra_padding for g in method.graphs.values()), own)
 
 
 def _conflict(p: _Problem, alignment: int) -> Optional[str]:
@@ -488,19 +490,22 @@ def _conflict(p: _Problem, alignment: int) -> Optional[str]:
     or None: one storage's members, the two branches of one cond and
     ExecuTorch's own aliases are no conflict."""
     storage = [i if b < 0 else b for i, b in enumerate(p.base)]
-    order = sorted(range(len(p.specs)), key=lambda i: p.first[i])
+    first, last = [f for f, _ in p.own], [l for _, l in p.own]
+    order = sorted(range(len(p.specs)), key=lambda i: first[i])
     live: List[int] = []
     for i in order:
-        live = [j for j in live if p.last[j] >= p.first[i]]
+        live = [j for j in live if last[j] >= first[i]]
         si = p.specs[i]
+        if not si.allocated_memory:  # holds no byte
+            continue
         lo_i = si.mem_offset
-        hi_i = lo_i + max(si.allocated_memory, 1)
+        hi_i = lo_i + si.allocated_memory
         for j in live:
             sj = p.specs[j]
             if sj.mem_id != si.mem_id or storage[i] == storage[j] or _exclusive(p.branch[i], p.branch[j]):
                 continue
-            if sj.mem_offset < hi_i and lo_i < sj.mem_offset + max(sj.allocated_memory, 1):
-                return (f"steps {p.first[i]}..{p.last[i]} and {p.first[j]}..{p.last[j]} of the method share "
+            if sj.mem_offset < hi_i and lo_i < sj.mem_offset + sj.allocated_memory:
+                return (f"steps {first[i]}..{last[i]} and {first[j]}..{last[j]} of the method share "
                         f"bytes at offset {max(lo_i, sj.mem_offset)} of pool {si.mem_id}")
         live.append(i)
     return None
@@ -525,16 +530,27 @@ class _PassOptions:
 def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions) -> Dict[str, Any]:
     """Places every spec of a method's graphs; returns what it did."""
     method = _Method(top, graphs)
-    p = _problem(method, alignment)
     et_sizes = list(top.meta["non_const_buffer_sizes"])
-    conflict = _conflict(p, alignment)
+    conflict = _conflict(_problem(method, alignment, False), alignment)
     if o.exact and conflict is None and not o.capacities:
         # ExecuTorch's per-graph plan is safe on the whole method: keep it, bit for bit.
         return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": None}
-    r = _memplan._plan_specs(p.nbytes, p.first, p.last, p.mem_id, p.base, o.algorithm, alignment,
-                             p.extra_padding, [], o.effort, o.time_limit, o.capacities, o.spill_order)
-    if not r["ok"]:
-        raise PlanError(f"memplan {o.algorithm}: the method's plan failed verification: {r['violation']}")
+    # The two branches' results of a cond may share bytes (only one runs),
+    # but then the pair holds them from the first one's birth: plan both
+    # ways, keep the smaller.
+    best = None
+    for share in (False, True):
+        p = _problem(method, alignment, share)
+        r = _memplan._plan_specs(p.nbytes, p.first, p.last, p.mem_id, p.base, o.algorithm, alignment,
+                                 p.extra_padding, [], o.effort, o.time_limit, o.capacities, o.spill_order)
+        if not r["ok"]:
+            raise PlanError(f"memplan {o.algorithm}: the method's plan failed verification: {r['violation']}")
+        if best is None or sum(r["bufsizes"]) < sum(best[1]["bufsizes"]):
+            lower = int(r["lower_bound"]) if best is None else min(int(r["lower_bound"]), best[2])
+            best = (p, r, lower)
+        else:
+            best = (best[0], best[1], min(int(r["lower_bound"]), best[2]))
+    p, r, lower = best
     bufsizes = list(r["bufsizes"])
     used = max(r["mem_ids"], default=1)
     while len(bufsizes) > max(used, 1) + 1 and bufsizes[-1] == 0:
@@ -544,8 +560,7 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
     if (conflict is None and not o.capacities and len(et_sizes) == len(bufsizes)
             and sum(et_sizes) <= sum(bufsizes)):
         # ExecuTorch's plan is safe and no larger: keep it.
-        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None,
-                "lower_bound": int(r["lower_bound"])}
+        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": lower}
     for spec, m, obj, off in zip(p.specs, r["mem_ids"], r["mem_obj_ids"], r["offsets"]):
         spec.mem_id, spec.mem_obj_id, spec.mem_offset = m, obj, off
     for spec, base in p.offset_aliases:
@@ -555,8 +570,7 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
         spec.mem_id = spec.mem_obj_id = spec.mem_offset = None
     for g in graphs:
         g.gm.meta["non_const_buffer_sizes"] = list(bufsizes)
-    return {"bufsizes": bufsizes, "kept_executorch": False, "conflict": conflict,
-            "lower_bound": int(r["lower_bound"])}
+    return {"bufsizes": bufsizes, "kept_executorch": False, "conflict": conflict, "lower_bound": lower}
 
 
 def _make_pass_class() -> type:

@@ -216,17 +216,26 @@ def _sizes(pte_manager) -> List[int]:
 
 
 @functools.lru_cache(maxsize=None)
+def _edge(name: str):
+    """(module, calls, edge program); to_executorch changes an edge program:
+    every export works on a copy."""
+    torch = _torch()
+    exir = runtime_package("executorch.exir")
+    module, calls = _models()[name]
+    module.eval()
+    with torch.no_grad():
+        return module, calls, exir.to_edge(torch.export.export(copy.deepcopy(module), calls[0], strict=False))
+
+
+@functools.lru_cache(maxsize=None)
 def case(name: str) -> Case:
     torch = _torch()
     exir = runtime_package("executorch.exir")
     from executorch.exir.passes import MemoryPlanningPass as ETPass
 
-    module, calls = _models()[name]
-    module.eval()
+    module, calls, edge = _edge(name)
     eager = _eager(module, calls)
     with torch.no_grad():
-        edge = exir.to_edge(torch.export.export(copy.deepcopy(module), calls[0], strict=False))
-
         def export(planning_pass):
             return copy.deepcopy(edge).to_executorch(exir.ExecutorchBackendConfig(memory_planning_pass=planning_pass))
 
@@ -343,6 +352,21 @@ def test_verify_gate_raises_on_the_first_conflict():
         memplan.executorch.verify(c.default)
     v, r = memplan.executorch.verify(c.memplan)
     assert v.ok and r.ok and r.reads > 0
+
+
+def test_pool_capacity_spills_into_the_next_pool():
+    """capacities and spill_order as the CLI's: pool 1 held to 1 KiB, the
+    rest goes to pool 2; the program passes the gate and equals eager."""
+    torch = _torch()
+    module, calls, edge = _edge("sequential_conds")
+    with torch.no_grad():
+        manager = memplan.executorch.to_executorch(copy.deepcopy(edge), capacities={1: 1024}, spill_order=[1, 2])
+        sizes = _sizes(manager)
+        assert len(sizes) == 3 and sizes[1] <= 1024 and sizes[2] > 0, sizes
+        assert sum(sizes) >= case("sequential_conds").plan["lower_bound"]
+        assert _close(run_program(bytes(manager.buffer), calls), _eager(module, calls))
+        with pytest.raises(memplan.PlanError, match="capacity"):
+            memplan.executorch.to_executorch(copy.deepcopy(edge), capacities={1: 100})
 
 
 def test_docs_show_the_measured_table():
