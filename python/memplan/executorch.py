@@ -1,4 +1,17 @@
-"""memplan as a memory-planning algorithm for ExecuTorch's export.
+"""memplan in ExecuTorch's export.
+
+Two ways in. :class:`MemoryPlanningPass` replaces ExecuTorch's memory
+planning pass and plans each method whole, its ``torch.cond``, ``map`` and
+``scan`` bodies included (ExecuTorch's per-graph planning is unsafe there);
+:func:`to_executorch` exports with it and :func:`verify` checks and replays
+the emitted program::
+
+    import memplan.executorch
+    manager = memplan.executorch.to_executorch(edge)   # or
+    # ExecutorchBackendConfig(memory_planning_pass=memplan.executorch.MemoryPlanningPass())
+
+:func:`algorithm` is an algorithm for ExecuTorch's own pass, called once
+per graph (see its note on control flow).
 
 ExecuTorch's ``MemoryPlanningPass`` takes a callable
 ``algo(alignment, specs, graph_module, graph_signature, extra_padding)``
@@ -534,7 +547,8 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
     conflict = _conflict(_problem(method, alignment, False), alignment)
     if o.exact and conflict is None and not o.capacities:
         # ExecuTorch's per-graph plan is safe on the whole method: keep it, bit for bit.
-        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": None}
+        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": None,
+                "operands_without_bytes": 0}
     # The two branches' results of a cond may share bytes (only one runs),
     # but then the pair holds them from the first one's birth: plan both
     # ways, keep the smaller.
@@ -560,7 +574,8 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
     if (conflict is None and not o.capacities and len(et_sizes) == len(bufsizes)
             and sum(et_sizes) <= sum(bufsizes)):
         # ExecuTorch's plan is safe and no larger: keep it.
-        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": lower}
+        return {"bufsizes": et_sizes, "kept_executorch": True, "conflict": None, "lower_bound": lower,
+                "operands_without_bytes": 0}
     for spec, m, obj, off in zip(p.specs, r["mem_ids"], r["mem_obj_ids"], r["offsets"]):
         spec.mem_id, spec.mem_obj_id, spec.mem_offset = m, obj, off
     for spec, base in p.offset_aliases:
@@ -570,7 +585,8 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
         spec.mem_id = spec.mem_obj_id = spec.mem_offset = None
     for g in graphs:
         g.gm.meta["non_const_buffer_sizes"] = list(bufsizes)
-    return {"bufsizes": bufsizes, "kept_executorch": False, "conflict": conflict, "lower_bound": lower}
+    return {"bufsizes": bufsizes, "kept_executorch": False, "conflict": conflict, "lower_bound": lower,
+            "operands_without_bytes": len(p.unused)}
 
 
 def _make_pass_class() -> type:

@@ -346,6 +346,16 @@ def test_program_carries_the_plan_the_pass_computed(name):
         assert c.plan["conflict"] is not None or sum(c.plan["bufsizes"]) < sum(c.plan["default_sizes"])
 
 
+def test_unmapped_operand_gets_no_bytes():
+    """ExecuTorch plans the operands map does not map in the body too (its
+    own TODO): here y and the Linear's weight and bias, which the body takes
+    as operands. The runtime passes the parent's tensors, so the pass gives
+    the body's copies no bytes."""
+    c = case("map")
+    assert c.plan["operands_without_bytes"] == 3
+    assert sum(c.plan["bufsizes"]) < sum(c.plan["default_sizes"])
+
+
 def test_verify_gate_raises_on_the_first_conflict():
     c = case("sequential_conds")
     with pytest.raises(memplan.PlanError, match=r"pool 1: .* share bytes"):
