@@ -371,6 +371,7 @@ class _Method:
         self.moved = _Sets()           # one runtime tensor, moved from graph to graph
         self.bound: Dict[int, Any] = {}  # id(placeholder spec) -> the parent's spec
         self.siblings: List[tuple] = []  # (true branch's result, false branch's result)
+        self.has_loop = False
         self._lay_out(self.top, ())
 
     def _lay_out(self, g: _Graph, branch: tuple) -> None:
@@ -379,6 +380,7 @@ class _Method:
             first = self.step
             kind, bodies = _control_flow(g.gm, node)
             branch_results: List[List[Any]] = []
+            self.has_loop = self.has_loop or kind in ("map", "scan")
             for k, body in enumerate(bodies):
                 b = self.graphs.get(id(body))
                 if b is None:
@@ -472,9 +474,12 @@ def _problem(method: _Method, alignment: int, share_branch_results: bool) -> _Pr
         s = span.setdefault(method.moved.find(spec), [first[i], last[i]])
         s[0], s[1] = min(s[0], first[i]), max(s[1], last[i])
     # A moved tensor's every spec is alive until the last of them dies: the
-    # runtime keeps the first one's bytes (MoveCall moves a pointer).
+    # runtime keeps the first one's bytes (MoveCall moves a pointer). In a
+    # method with a loop, memplan's checker reads the chain as one sequence
+    # in which the specs moves link are one storage: alive from the first.
     for i, spec in enumerate(specs):
-        last[i] = span[method.moved.find(spec)][1]
+        s = span[method.moved.find(spec)]
+        first[i], last[i] = (s[0], s[1]) if method.has_loop else (first[i], s[1])
     own = list(zip(first, last))
     # ExecuTorch's aliases: one storage at its largest member.
     root: Dict[int, int] = {}
@@ -552,8 +557,10 @@ def _plan_method(top: Any, graphs: List[_Graph], alignment: int, o: _PassOptions
     # The two branches' results of a cond may share bytes (only one runs),
     # but then the pair holds them from the first one's birth: plan both
     # ways, keep the smaller.
+    # A method with a loop is read by memplan's checker as one sequence, in
+    # which the two results would be alive together: there they stay apart.
     best = None
-    for share in (False, True):
+    for share in (False,) if method.has_loop else (False, True):
         p = _problem(method, alignment, share)
         r = _memplan._plan_specs(p.nbytes, p.first, p.last, p.mem_id, p.base, o.algorithm, alignment,
                                  p.extra_padding, [], o.effort, o.time_limit, o.capacities, o.spill_order)

@@ -1,7 +1,7 @@
 """Control flow in ExecuTorch's runtime: programs whose torch.cond results
 stay alive while a later cond runs, conds nested in a branch, a chain of
-conds, a cond reading a registered buffer the method then updates, map and
-scan (models written here, random weights). Each is exported three times
+conds, a cond reading a registered buffer the method then updates, map,
+scan, and conds in map's body (models written here, random weights). Each is exported three times
 (torch 2.13.0, ExecuTorch 1.5.1):
 
 - with ExecuTorch's default memory planning;
@@ -125,6 +125,22 @@ def _models() -> Dict[str, Any]:
         def forward(self, xs, y):
             return control_flow_map(lambda x, y: torch.relu(self.l[0](x)) + y, xs, y) * 2
 
+    class CondInMap(nn.Module):
+        """Two conds in map's body, the first one's result alive while the
+        second runs, on every iteration."""
+
+        def __init__(self):
+            super().__init__()
+            self.l = linears(1)
+
+        def forward(self, xs):
+            def body(x):
+                u = torch.cond(x.sum() > 0, lambda x: torch.relu(self.l[0](x)), lambda x: x * 3, (x,))
+                v = torch.cond(x.mean() > 0, lambda x: self.l[0](x) + 1, lambda x: x - 1, (x,))
+                return u * v
+
+            return control_flow_map(body, xs)
+
     class Scan(nn.Module):
         """A recurrence as torch's scan: a carry and a stacked output."""
 
@@ -157,16 +173,17 @@ def _models() -> Dict[str, Any]:
         "cond_buffer": both_signs(CondBuffer()),
         "map": (Map(), [(g(3, 2, 16), g(2, 16))]),
         "scan": (Scan(), [(g(2, 16), g(4, 2, 16))]),
+        "cond_in_map": (CondInMap(), [(torch.cat([g(2, 2, 16).abs(), -g(2, 2, 16).abs()]),)]),
     }
 
 
-MODELS = ["sequential_conds", "nested_cond", "cond_chain", "cond_buffer", "map", "scan"]
+MODELS = ["sequential_conds", "nested_cond", "cond_chain", "cond_buffer", "map", "scan", "cond_in_map"]
 
 # What ExecuTorch 1.5.1's own planning gives on these models (the tests
 # check it): its program's outputs differ from eager PyTorch where a cond's
 # result lives across a later cond.
 EXECUTORCH_CORRECT = {"sequential_conds": False, "nested_cond": False, "cond_chain": False,
-                      "cond_buffer": False, "map": True, "scan": True}
+                      "cond_buffer": False, "map": True, "scan": True, "cond_in_map": False}
 
 
 @dataclasses.dataclass
