@@ -18,8 +18,10 @@ Errors are exceptions with one line naming the file and the place:
 a ``RuntimeError``). Reading, planning, verifying and replaying release the
 GIL, so threads plan in parallel.
 
-``memplan.executorch.algorithm()`` plugs memplan into ExecuTorch's
-``MemoryPlanningPass``; see ``memplan.executorch``.
+``memplan.executorch.MemoryPlanningPass()`` replaces ExecuTorch's memory
+planning pass (every method planned whole, control-flow bodies included);
+``memplan.executorch.algorithm()`` plugs memplan into ExecuTorch's own
+pass, graph by graph; see ``memplan.executorch``.
 """
 
 from __future__ import annotations

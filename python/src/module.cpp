@@ -184,6 +184,24 @@ py::object tflmField(const PyPlan& p, Bytes TflmComparison::*field) {
   return c ? py::object(py::int_((*c).*field)) : py::object(py::none());
 }
 
+// Pool capacities ({mem_id: bytes}) and the pools to spill into, checked.
+void setCapacities(PlanOptions& o, const std::map<std::int64_t, std::int64_t>& capacities,
+                   const std::vector<std::int64_t>& spill_order) {
+  for (const auto& [mem, bytes] : capacities) {
+    if (mem < 1 || mem > limits::kMaxMemId)
+      throw InputError(fmt::format("capacities: mem_id must be in [1, {}], got {}", limits::kMaxMemId, mem));
+    if (bytes < 0 || static_cast<Bytes>(bytes) > limits::kMaxSize)
+      throw InputError(fmt::format("capacities[{}]: {} is not a byte size in [0, 2^62]", mem, bytes));
+    if (o.capacities.size() <= static_cast<std::size_t>(mem)) o.capacities.resize(mem + 1);
+    o.capacities[mem] = static_cast<Bytes>(bytes);
+  }
+  for (std::int64_t mem : spill_order) {
+    if (mem < 1 || mem > limits::kMaxMemId)
+      throw InputError(fmt::format("spill_order: mem_id {} not in [1, {}]", mem, limits::kMaxMemId));
+    o.spill_order.push_back(static_cast<MemId>(mem));
+  }
+}
+
 // ---- the ExecuTorch plug-in's entry: an in-memory spec list ----
 
 struct SpecPlan {
@@ -203,7 +221,8 @@ SpecPlan planSpecList(const std::vector<Bytes>& nbytes, const std::vector<TimeVa
                       const std::vector<TimeValue>& last, const std::vector<std::int64_t>& mem_id,
                       const std::vector<std::int64_t>& inplace_base, const std::string& algorithm,
                       Bytes alignment, Bytes extra_padding, const std::vector<Bytes>& reserved,
-                      double effort, double time_limit) {
+                      double effort, double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
+                      const std::vector<std::int64_t>& spill_order) {
   const std::size_t n = nbytes.size();
   if (first.size() != n || last.size() != n || mem_id.size() != n || inplace_base.size() != n)
     throw InputError("specs: nbytes, lifetimes, mem_ids and inplace_bases differ in length");
@@ -261,6 +280,7 @@ SpecPlan planSpecList(const std::vector<Bytes>& nbytes, const std::vector<TimeVa
   request.extra_padding = extra_padding;
   request.params.effort = effort;
   request.params.time_limit_seconds = time_limit;
+  setCapacities(request.options, capacities, spill_order);
   const Plan plan = memplan::plan(input, request);
   const GraphPlan& g = plan.main();
 
@@ -560,19 +580,7 @@ PYBIND11_MODULE(_memplan, m) {
           r.options.per_device = per_device;
           r.options.share_mutable_buffers = share_mutable_buffers;
           r.options.allow_pinned_overlap = allow_pinned_overlap;
-          for (const auto& [mem, bytes] : capacities) {
-            if (mem < 1 || mem > limits::kMaxMemId)
-              throw InputError(fmt::format("capacities: mem_id must be in [1, {}], got {}", limits::kMaxMemId, mem));
-            if (bytes < 0 || static_cast<Bytes>(bytes) > limits::kMaxSize)
-              throw InputError(fmt::format("capacities[{}]: {} is not a byte size in [0, 2^62]", mem, bytes));
-            if (r.options.capacities.size() <= static_cast<std::size_t>(mem)) r.options.capacities.resize(mem + 1);
-            r.options.capacities[mem] = static_cast<Bytes>(bytes);
-          }
-          for (std::int64_t mem : spill_order) {
-            if (mem < 1 || mem > limits::kMaxMemId)
-              throw InputError(fmt::format("spill_order: mem_id {} not in [1, {}]", mem, limits::kMaxMemId));
-            r.options.spill_order.push_back(static_cast<MemId>(mem));
-          }
+          setCapacities(r.options, capacities, spill_order);
           r.params.effort = effort;
           r.params.time_limit_seconds = time_limit;
           std::shared_ptr<const Plan> plan;
@@ -699,12 +707,13 @@ PYBIND11_MODULE(_memplan, m) {
         [](const std::vector<Bytes>& nbytes, const std::vector<TimeValue>& first, const std::vector<TimeValue>& last,
            const std::vector<std::int64_t>& mem_id, const std::vector<std::int64_t>& inplace_base,
            const std::string& algorithm, Bytes alignment, Bytes extra_padding, const std::vector<Bytes>& reserved,
-           double effort, double time_limit) {
+           double effort, double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
+           const std::vector<std::int64_t>& spill_order) {
           SpecPlan r;
           {
             py::gil_scoped_release release;
             r = planSpecList(nbytes, first, last, mem_id, inplace_base, algorithm, alignment, extra_padding,
-                             reserved, effort, time_limit);
+                             reserved, effort, time_limit, capacities, spill_order);
           }
           py::dict d;
           d["bufsizes"] = r.bufsizes;
@@ -722,8 +731,10 @@ PYBIND11_MODULE(_memplan, m) {
         py::arg("nbytes"), py::arg("first"), py::arg("last"), py::arg("mem_id"), py::arg("inplace_base"),
         py::arg("algorithm"), py::arg("alignment"), py::arg("extra_padding"), py::arg("reserved"),
         py::arg("effort"), py::arg("time_limit"),
+        py::arg("capacities") = std::map<std::int64_t, std::int64_t>{},
+        py::arg("spill_order") = std::vector<std::int64_t>{},
         "Plans an in-memory spec list (the ExecuTorch plug-in's entry). mem_id 0 = none, "
-        "inplace_base -1 = none.");
+        "inplace_base -1 = none; capacities {mem_id: bytes} spill into the pools of spill_order.");
 
   m.attr("__version__") = MEMPLAN_VERSION;
 }
