@@ -206,7 +206,10 @@ std::string inShellTerms(const std::string& message, Shell shell) {
   for (const Term& t : kTerms)
     if (message.starts_with(t.field) && message.size() > t.field.size() && message[t.field.size()] == ':')
       return std::string(shell == Shell::Cli ? t.cli : t.python) + message.substr(t.field.size());
-  return shell == Shell::Cli || message.find("--") == std::string::npos
+  // std::regex recurses once per character matched: a message quoting
+  // names of hostile length keeps the CLI's words rather than the stack.
+  constexpr std::size_t kMaxRephrased = 4096;
+  return shell == Shell::Cli || message.size() > kMaxRephrased || message.find("--") == std::string::npos
              ? message
              : cliFlagsInPythonTerms(message);
 }
