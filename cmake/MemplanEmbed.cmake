@@ -1,14 +1,17 @@
 # memplan_embed_files(TARGET tgt HEADER include/path.h NAMESPACE ns
-#                     FILES kName1 path1 kName2 path2 ...)
+#                     [SOURCES src...] FILES kName1 path1 kName2 path2 ...)
 #
 # Generates ${CMAKE_CURRENT_BINARY_DIR}/generated/<HEADER> at build time
 # (cmake -P embed_files.cmake: no Python or other tool needed) with each
 # file as a std::string_view constant, regenerates it when a file changes,
-# and adds the generated folder to TGT's private include path.
+# and adds the generated folder to the include path of SOURCES (the files
+# that include the header), else of all of TGT's sources. (Only SOURCES'
+# commands then name the build directory: the other objects' are the same
+# in every build tree, which lets ccache share them between trees.)
 set(MEMPLAN_EMBED_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/embed_files.cmake")
 
 function(memplan_embed_files)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;HEADER;NAMESPACE" "FILES")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;HEADER;NAMESPACE" "FILES;SOURCES")
   list(LENGTH arg_FILES n)
   math(EXPR odd "${n} % 2")
   if(n EQUAL 0 OR odd)
@@ -35,5 +38,10 @@ function(memplan_embed_files)
     COMMENT "Embedding ${arg_HEADER}"
     VERBATIM)
   target_sources(${arg_TARGET} PRIVATE "${output}")
-  target_include_directories(${arg_TARGET} PRIVATE "${out_dir}")
+  if(arg_SOURCES)
+    set_property(SOURCE ${arg_SOURCES} TARGET_DIRECTORY ${arg_TARGET}
+                 APPEND PROPERTY INCLUDE_DIRECTORIES "${out_dir}")
+  else()
+    target_include_directories(${arg_TARGET} PRIVATE "${out_dir}")
+  endif()
 endfunction()

@@ -81,7 +81,7 @@ fi
 
 # memplan itself, by `pip install .` into the venv. It builds in build/ (the
 # tree everything else builds in next), so the library is compiled once.
-cmake_args=(-DMEMPLAN_TESTS=ON -DMEMPLAN_BENCH=ON -DMEMPLAN_UNITY=OFF "${launcher[@]}"
+cmake_args=(-DMEMPLAN_TESTS=ON -DMEMPLAN_CLI=ON -DMEMPLAN_BENCH=ON -DMEMPLAN_UNITY=OFF "${launcher[@]}"
             ${MEMPLAN_WERROR:+-DMEMPLAN_WERROR=$MEMPLAN_WERROR})
 echo "setup: pip install . (memplan's Python package, built in build/)" >&2
 CMAKE_ARGS="${cmake_args[*]}" "$venv/bin/python" -m pip install -q --disable-pip-version-check \

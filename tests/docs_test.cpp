@@ -6,7 +6,11 @@
 //     it), the lines up to the next command are what it prints;
 //   - `<!-- output of: COMMAND -->` just above a fenced block: the block is
 //     COMMAND's output;
-//   - `<!-- setup: COMMAND -->` just above either runs COMMAND first,
+//   - a fenced block whose info string is `pycon` is a Python session:
+//     its ">>> " statements (and their "... " lines) run in the build's
+//     interpreter with the module just built (tests/support/docs_pycon.py
+//     replays them), and the transcript it prints must be the block;
+//   - `<!-- setup: COMMAND -->` just above any of them runs COMMAND first,
 //     unchecked (copy a model to the short name the text uses).
 // Each document runs in a scratch directory that looks like the source
 // tree (examples/, tests/, .cache/models/ linked; build/ holds links to the
@@ -60,6 +64,7 @@ std::string joinLines(const std::vector<std::string>& lines) {
 // One command and the output the document shows for it.
 struct Step {
   std::string command;
+  bool pycon = false;                   // command: the Python session's text
   std::vector<std::string> expected;
   std::size_t line = 0;                 // 1-based line of the command
   std::size_t out_begin = 0, out_end = 0;  // 0-based line range of `expected`
@@ -127,6 +132,15 @@ std::vector<Block> parseDoc(const std::vector<std::string>& lines, std::string& 
       s.out_begin = i + 1;
       s.out_end = end;
       for (std::size_t k = i + 1; k < end; ++k) s.expected.push_back(body(k));
+      b.steps.push_back(std::move(s));
+    } else if (info == "pycon") {
+      Step s;
+      s.pycon = true;
+      s.line = i + 1;
+      s.out_begin = i + 1;
+      s.out_end = end;
+      for (std::size_t k = i + 1; k < end; ++k) s.expected.push_back(body(k));
+      s.command = joinLines(s.expected);
       b.steps.push_back(std::move(s));
     } else if (info == "console") {
       for (std::size_t k = i + 1; k < end; ++k) {
@@ -249,6 +263,20 @@ Ran runIn(const fs::path& dir, const std::string& command) {
   return r;
 }
 
+// A pycon block, replayed by the build's Python with the module just built.
+Ran runPycon(const fs::path& dir, const std::string& session) {
+#ifdef MEMPLAN_DOCS_PYTHON
+  {
+    std::ofstream(dir / ".docs-pycon.txt") << session;
+  }
+  return runIn(dir, "PYTHONPATH=build/python PYTHONDONTWRITEBYTECODE=1 '" MEMPLAN_DOCS_PYTHON
+                    "' tests/support/docs_pycon.py .docs-pycon.txt");
+#else
+  (void)dir, (void)session;
+  return {{"no Python module in this build (MEMPLAN_PYTHON)"}, 1};
+#endif
+}
+
 // Paths under .cache/models the commands name, when they are missing.
 std::string missingModel(const std::string& commands) {
   static const std::regex re(R"(\.cache/models/[^\s'"]+)");
@@ -282,9 +310,19 @@ TEST_P(Documents, ShowWhatMemplanPrints) {
   std::string all;
   for (const Block& b : blocks) {
     all += b.setup + "\n";
-    for (const Step& s : b.steps) all += s.command + "\n";
+    for (const Step& s : b.steps)
+      for (const std::string& l : splitLines(s.command))  // a session's statements, not its output
+        if (!s.pycon || l.starts_with(">>> ") || l.starts_with("... ")) all += l + "\n";
   }
   if (const std::string missing = missingModel(all); !missing.empty()) MEMPLAN_MISSING_DATA() << missing;
+#ifndef MEMPLAN_DOCS_PYTHON
+  // A build without the module (MEMPLAN_PYTHON=OFF, the sanitizers) checks
+  // the other blocks; the Python sessions are checked where it is built.
+  for (const Block& b : blocks)
+    for (const Step& s : b.steps)
+      if (s.pycon && dataRequired())
+        MEMPLAN_CANNOT_RUN("no Python module in this build") << rel << ": Python sessions";
+#endif
 
   std::string name = rel;
   std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '-');
@@ -298,13 +336,17 @@ TEST_P(Documents, ShowWhatMemplanPrints) {
                              << joinLines(r.output);
     }
     for (const Step& s : b.steps) {
-      const Ran r = runIn(dir, s.command);
+#ifndef MEMPLAN_DOCS_PYTHON
+      if (s.pycon) continue;
+#endif
+      const Ran r = s.pycon ? runPycon(dir, s.command) : runIn(dir, s.command);
       if (outputMatches(s.expected, r.output)) continue;
       if (update) {
         rewrites.push_back({&s, r.output});
         continue;
       }
-      ADD_FAILURE() << rel << ":" << s.line << ": `" << s.command << "` prints\n"
+      ADD_FAILURE() << rel << ":" << s.line << ": "
+                    << (s.pycon ? "the Python session" : "`" + s.command + "`") << " prints\n"
                     << joinLines(r.output) << "-- but the document shows\n"
                     << joinLines(s.expected)
                     << "-- (MEMPLAN_UPDATE_DOCS=1 build/tests/docs_test rewrites it)";
@@ -404,6 +446,26 @@ TEST(DocsChecker, RunsCommandsInTheScratchTree) {
   EXPECT_EQ(r.output, std::vector<std::string>{"build/p.json"});
   EXPECT_FALSE(fs::exists(fs::path(MEMPLAN_CLI).parent_path() / "p.json"));  // written in the scratch tree
   fs::remove_all(dir);
+}
+
+// A pycon block is one step: the session, replayed by the build's Python.
+TEST(DocsChecker, ReplaysPythonSessions) {
+  const auto blocks = parse("```pycon\n>>> x = 6\n>>> for k in (1, 2):\n...     print(k * x)\n6\n12\n```\n");
+  ASSERT_EQ(blocks.size(), 1u);
+  ASSERT_EQ(blocks[0].steps.size(), 1u);
+  EXPECT_TRUE(blocks[0].steps[0].pycon);
+  EXPECT_EQ(blocks[0].steps[0].expected.size(), 5u);
+#ifdef MEMPLAN_DOCS_PYTHON
+  const fs::path dir = scratchTree("pycon");
+  const Ran r = runPycon(dir, ">>> x = 6\nignored\n>>> for k in (1, 2):\n...     print(k * x)\n"
+                              ">>> x\n>>> int('seven')\n>>> import memplan\n");
+  EXPECT_EQ(r.output, (std::vector<std::string>{
+                          ">>> x = 6", ">>> for k in (1, 2):", "...     print(k * x)", "6", "12",
+                          ">>> x", "6", ">>> int('seven')", "Traceback (most recent call last):",
+                          "  ...", "ValueError: invalid literal for int() with base 10: 'seven'",
+                          ">>> import memplan"}));
+  fs::remove_all(dir);
+#endif
 }
 
 // The documents do show checked output: a parser that found nothing would

@@ -163,7 +163,10 @@ void writeSvg(const std::filesystem::path& path, const Plan& plan, const Input& 
 
 // Library messages name a request or import field first
 // ("PlanRequest.options.alignment: ..."). The CLI and Python say it as
-// their users typed it ("--alignment: ...", "alignment: ...").
+// their users typed it ("--alignment: ...", "alignment: ..."). The
+// readers' messages name the CLI's flags ("--input-shape x=?x3", "--dim
+// SYMBOL=N"); Python's terms are its keyword arguments
+// ("input_shapes={'x': [?, 3]}", "dims={'SYMBOL': N}").
 enum class Shell : std::uint8_t { Cli, Python };
 std::string inShellTerms(const std::string& message, Shell shell);
 

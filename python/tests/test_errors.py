@@ -8,7 +8,7 @@ import pytest
 
 import memplan
 import memplan.executorch as et
-from conftest import BAD_INPUTS, ROOT, cli
+from conftest import BAD_INPUTS, ROOT, cli, model
 
 TINY = ROOT / "examples" / "graphs" / "tiny.json"
 
@@ -143,3 +143,44 @@ def test_plugin_errors():
         algo(16, [Spec(16, [0, 1], mem_id=0)], None, None, 0)
     with pytest.raises(memplan.InputError, match=r"^specs\[0\]\.allocated_memory: expected an integer"):
         algo(16, [Spec("big", [0, 1])], None, None, 0)
+
+
+# The importers' messages name what binds a dimension: Python's keyword
+# arguments here, the CLI's flags there (one table, memplan::inShellTerms).
+@pytest.mark.parametrize("name,kwargs,flags,python,cli_says", [
+    ("vad/silero_vad_legacy.onnx", {}, [],
+     "cannot size 226 tensors: bind input 'input' [batch,sequence], input 'h' [2,batch,64], "
+     "input 'c' [2,batch,64] (hint: input_shapes={'input': [?, ?], 'h': [2, ?, 64], 'c': [2, ?, 64]}, "
+     "a number for each ?, or dims={'SYMBOL': N}; unknown_size_bytes=N plans them at an upper bound "
+     "instead)",
+     "cannot size 226 tensors: bind input 'input' [batch,sequence], input 'h' [2,batch,64], "
+     "input 'c' [2,batch,64] (hint: --input-shape input=?x? --input-shape h=2x?x64 --input-shape "
+     "c=2x?x64, a number for each ?, or --dim SYMBOL=N; --unknown-size-bytes N plans them at an "
+     "upper bound instead)"),
+    ("vad/silero_vad_v5.onnx", {"input_shapes": {"x": [1, 256]}}, ["--input-shape", "x=1x256"],
+     "input_shapes: no graph input named 'x' (inputs: input, state, sr)",
+     "--input-shape: no graph input named 'x' (inputs: input, state, sr)"),
+    ("vad/silero_vad_legacy.onnx", {"input_shapes": {"input": [1, 2, 3]}}, ["--input-shape", "input=1x2x3"],
+     "input_shapes: input 'input' has rank 2, got 3 dims",
+     "--input-shape: input 'input' has rank 2, got 3 dims"),
+    ("ocr/ch_PP-OCRv4_det_infer.onnx", {"input_shapes": {"x": [1, 4, 640, 640]}},
+     ["--input-shape", "x=1x4x640x640"],
+     "input_shapes: input 'x' dim 1 is fixed at 3 by the model, got 4",
+     "--input-shape: input 'x' dim 1 is fixed at 3 by the model, got 4"),
+    ("vad/silero_vad_legacy.onnx", {"dims": {"seq": 512}}, ["--dim", "seq=512"],
+     "dims: no dimension named 'seq' (symbols: Concat1091_dim_1, ",
+     "--dim: no dimension named 'seq' (symbols: Concat1091_dim_1, "),
+], ids=["unbound", "no_such_input", "rank", "fixed_dim", "no_such_dim"])
+def test_import_messages_name_the_keyword_arguments(name, kwargs, flags, python, cli_says):
+    path = model(name)
+    with pytest.raises(memplan.InputError) as e:
+        memplan.read(path, **kwargs)
+    message = str(e.value)
+    assert "--" not in message
+    full = name.startswith("vad/silero_vad_legacy.onnx") and "dims" in kwargs
+    if full:  # the symbol list is long: its start is enough
+        assert message.startswith(f"{path}: {python}")
+    else:
+        assert message == f"{path}: {python}"
+    said = cli_error("plan", path, *flags)
+    assert said.startswith(f"memplan: {path}: {cli_says}") if full else said == f"memplan: {path}: {cli_says}"
