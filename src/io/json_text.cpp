@@ -291,12 +291,14 @@ class BoundedDom : public SaxErrors {
   }
 
  private:
+  // An open array or object. Paths for messages are rebuilt from the
+  // stack when needed: building one for every value would cost more than
+  // the value (a hostile document is mostly "{}").
   struct Frame {
     json* value = nullptr;
-    std::string path, pattern;  // "graphs[2].pools", "graphs[].pools"
-    std::size_t count = 0, max = SIZE_MAX;
-    std::string key;
-    json* slot = nullptr;
+    std::size_t count = 0, max = SIZE_MAX;  // arrays: entries so far, the limit
+    std::string key;                        // objects: the last key
+    json* slot = nullptr;                   // objects: where its value goes
   };
 
   Frame place(json&& v) {
@@ -306,30 +308,41 @@ class BoundedDom : public SaxErrors {
     }
     Frame& parent = stack_.back();
     const bool object = parent.value->is_object();
-    const bool container = v.is_object() || v.is_array();
     if (!budget_.charge(TreeBudget::cost(v, object, parent.key.size())))
-      overBudget(text_, cursor_, fields_.source(), childPath(parent), budget_);
+      overBudget(text_, cursor_, fields_.source(), path(stack_.size(), true), budget_);
     Frame child;
     if (object) {
       *parent.slot = std::move(v);
       child.value = parent.slot;
     } else {
       if (parent.count == parent.max)
-        fields_.fail(parent.path, "more than " + std::to_string(parent.max) + " entries, above the limit");
+        fail(path(stack_.size(), false), "more than " + std::to_string(parent.max) + " entries, above the limit");
       ++parent.count;
       parent.value->push_back(std::move(v));
       child.value = &parent.value->back();
     }
-    if (!container) return child;
-    child.path = object ? member(parent.path, parent.key) : item(parent.path, parent.count - 1);
-    child.pattern = object ? member(parent.pattern, parent.key) : parent.pattern + "[]";
-    for (const auto& [pattern, max] : schema_.arrays)
-      if (pattern == child.pattern) child.max = max;
+    // Limits name arrays a few levels down: "graphs[].pools".
+    if (child.value->is_array() && stack_.size() <= kSchemaDepth && !schema_.arrays.empty()) {
+      const std::string pattern = path(stack_.size(), true, true);
+      for (const auto& [p, max] : schema_.arrays)
+        if (p == pattern) child.max = max;
+    }
     return child;
   }
-  std::string childPath(const Frame& parent) const {
-    return parent.value->is_object() ? member(parent.path, parent.key) : item(parent.path, parent.count);
+
+  // The path of the first `depth` frames (with the value being placed when
+  // `placing`): "graphs[2].pools", or with `any_index` "graphs[].pools".
+  std::string path(std::size_t depth, bool placing, bool any_index = false) const {
+    std::string at;
+    for (std::size_t i = 0; i < depth; ++i) {
+      const Frame& f = stack_[i];
+      if (i + 1 == depth && !placing) break;
+      if (f.value->is_object()) at = member(at, f.key);
+      else at += any_index ? "[]" : "[" + std::to_string(f.count - (i + 1 < depth ? 1 : 0)) + "]";
+    }
+    return at;
   }
+  [[noreturn]] void fail(const std::string& at, const std::string& what) const { fields_.fail(at, what); }
 
   bool value(json&& v) {
     place(std::move(v));
@@ -344,6 +357,7 @@ class BoundedDom : public SaxErrors {
     return true;
   }
 
+  static constexpr std::size_t kSchemaDepth = 4;
   std::string_view text_;
   Fields fields_;
   const Schema& schema_;
