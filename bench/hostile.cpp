@@ -3,8 +3,9 @@
 // sizes (1: linear, 2: quadratic), and the budget the larger run must stay
 // under (docs/reliability.md). Then the small files of tests/data/hostile-replay
 // that once made the replay cost their tensors' bytes or wrap its counters:
-// the replay's CPU seconds, the run's peak RSS and the counts. Exit code 1
-// when a run fails or is over its budget.
+// the replay's CPU seconds, the run's peak RSS and the counts. Then JSON
+// documents and streams the readers must refuse, early and within a small
+// multiple of their size. Exit code 1 when a run fails or is over its budget.
 //
 //   hostile [--scale X]     sizes times X (default 1)
 //
@@ -178,6 +179,88 @@ std::string withCommas(std::size_t n) {
   return s;
 }
 
+// ---- readers: documents that cost far more than their size, endless streams ----
+
+// A document or stream memplan must refuse: `read` throws InputError. The
+// peak RSS includes the document, made in the child.
+struct ReaderCase {
+  std::string name;
+  std::size_t bytes;  // of the document (0: a stream)
+  std::function<void(std::size_t)> read;
+  double budget_cpu_s, budget_mb;
+};
+
+// `head`, then `key` holding `bytes` of empty objects: 3 bytes of text,
+// ~100 bytes of a JSON tree each.
+std::string emptyObjects(const std::string& head, const std::string& key, std::size_t bytes) {
+  std::string s = head + ",\"" + key + "\":[";
+  s.reserve(bytes + s.size() + 4);
+  while (s.size() < bytes) s += "{},";
+  s += "{}]}";
+  return s;
+}
+
+Result measureReader(const ReaderCase& c) {
+  Result r;
+  const double c0 = cpuSeconds();
+  try {
+    c.read(c.bytes);
+    std::snprintf(r.error, sizeof r.error, "accepted");
+    return r;
+  } catch (const InputError& e) {
+    std::snprintf(r.error, sizeof r.error, "%s", e.what());  // the refusal, shown
+  }
+  r.cpu = cpuSeconds() - c0;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  r.peak_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
+  r.ok = true;
+  return r;
+}
+
+std::vector<ReaderCase> readerCases(double scale) {
+  const auto mb = [scale](double n) { return static_cast<std::size_t>(n * scale * 1048576); };
+  const auto graph = [](std::size_t n) {
+    (void)readInput(emptyObjects(R"({"format":"memplan-graph","version":1)", "x", n), "g.json");
+  };
+  const auto plan = [](std::size_t n) {
+    (void)readPlanProvenance(emptyObjects(R"({"format":"memplan-plan","version":4)", "x", n), "p.json");
+  };
+  const auto planItems = [](std::size_t n) {
+    (void)readPlanProvenance(emptyObjects(R"({"format":"memplan-plan","version":4)", "allocations", n), "p.json");
+  };
+  const auto specs = [](std::size_t n) { (void)readInput(emptyObjects(R"({"name":"s")", "specs", n), "s.json"); };
+  return {
+      {"graph JSON, unknown key holding {} x 35M", mb(100), graph, 1, 100 * scale + 64},
+      {"plan JSON, unknown key holding {} x 17M", mb(50), plan, 1, 50 * scale + 64},
+      // The document and at most 16 bytes of tree a byte of it.
+      {"plan JSON, allocations of {} x 17M", mb(50), planItems, 5, 17 * 50 * scale + 64},
+      {"spec list, specs of {} x 17M", mb(50), specs, 5, 17 * 50 * scale + 64},
+      {"/dev/zero", 0, [](std::size_t) { (void)readInput(std::filesystem::path("/dev/zero")); }, 1, 100},
+  };
+}
+
+int runReaderCases(double scale) {
+  std::printf("\n| refused input | size | CPU s | peak RSS MB | message | budget |\n");
+  std::printf("|---|---:|---:|---:|---|---|\n");
+  int status = 0;
+  for (const ReaderCase& c : readerCases(scale)) {
+    const Result r = inChild<Result>([&] { return measureReader(c); });
+    if (!r.ok) {
+      std::printf("| %s | failed: %s |\n", c.name.c_str(), r.error[0] ? r.error : "child died");
+      status = 1;
+      continue;
+    }
+    const bool within = r.cpu <= c.budget_cpu_s && r.peak_mb <= c.budget_mb;
+    status |= within ? 0 : 1;
+    std::printf("| %s | %s | %.2f | %.0f | %.70s | %s %.0f s, %.0f MB |\n", c.name.c_str(),
+                c.bytes ? (withCommas(c.bytes) + " B").c_str() : "stream", r.cpu, r.peak_mb, r.error,
+                within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
+    std::fflush(stdout);
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,5 +331,5 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(run.steps), within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
     std::fflush(stdout);
   }
-  return status;
+  return status | runReaderCases(scale);
 }

@@ -322,7 +322,7 @@ TEST(GraphJson, ErrorsNameFileAndPlace) {
             "g.json: byte 32: JSON nested deeper than 32 levels");
   EXPECT_EQ(errorOf("[]"), "g.json: expected a JSON object, got an array");
   EXPECT_EQ(errorOf(file(R"({"name": "a", "nbytes": 1e999})", kG)),
-            "g.json: JSON error: number overflow parsing '1e999'");
+            "g.json:1:92: JSON error: number overflow parsing '1e999'");
   EXPECT_EQ(errorOf(R"({"format": "onnx", "version": 1})"),
             "g.json: format: expected \"memplan-graph\"");
   EXPECT_EQ(errorOf(R"({"format": "memplan-graph"})"),

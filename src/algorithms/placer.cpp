@@ -1,5 +1,6 @@
 // The placement engine: see placer.h.
 #include "algorithms/placer.h"
+#include "algorithms/placement_error.h"
 
 #include <algorithm>
 #include <functional>
@@ -157,7 +158,7 @@ class Placer::Tree {
     auto lift = [&](Offset v) {
       const auto up = alignUp(v, b.alignment);
       if (!up || !checkedAdd(*up, b.size))
-        throw PlanError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name));
+        throw PlacementError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name), b.name);
       return *up;
     };
     Offset x = lift(p_.floor_);
@@ -762,7 +763,7 @@ class GapWalk {
     if (best_gap_ != kNoGap) return at_;
     const auto top = alignUp(cursor_, align_);
     if (!top || !checkedAdd(*top, size_))
-      throw PlanError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name));
+      throw PlacementError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name), b.name);
     return *top;
   }
 

@@ -301,6 +301,25 @@ void OutputTransaction::commit() {
 
 void removeTemporariesOnSignals(bool on) { tempfiles::setSignalCleanup(on); }
 
+namespace {
+
+// Streams (pipes, FIFOs, devices) report no size: they are read up to this
+// far lower cap (a model piped in; a shell redirection from a file is a
+// regular file and has the file cap), into one buffer reserved at the cap,
+// whose pages only the bytes read occupy: no regrowth doubling the peak.
+constexpr std::uint64_t kMaxStreamBytes = std::uint64_t{256} << 20;
+
+// No format memplan reads starts with a zero byte (JSON and CSV are text,
+// TFLite and ExecuTorch files a non-zero root offset, ONNX a protobuf field
+// key, never 0): a stream that does (/dev/zero) is refused at once.
+void refuseZeroStart(const std::string& name, std::string_view first) {
+  if (!first.empty() && first.front() == '\0')
+    throw InputError(name + ": byte 0: starts with a zero byte, which no input memplan reads "
+                            "does (JSON, CSV, TFLite, ExecuTorch or ONNX)");
+}
+
+}  // namespace
+
 std::string readFile(const fs::path& path, std::uint64_t max_bytes) {
   const std::string name = path.string();
   Fd f;
@@ -313,22 +332,23 @@ std::string readFile(const fs::path& path, std::uint64_t max_bytes) {
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw InputError(name + ": cannot stat: " + errnoText(errno));
   if (S_ISDIR(st.st_mode)) throw InputError(name + ": is a directory, expected a file");
-  if (S_ISREG(st.st_mode) && t_current)
-    t_current->impl_->inputs.emplace_back(FileId{st.st_dev, st.st_ino}, name);
-  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes)
+  const bool regular = S_ISREG(st.st_mode);
+  if (regular && t_current) t_current->impl_->inputs.emplace_back(FileId{st.st_dev, st.st_ino}, name);
+  if (regular && static_cast<std::uint64_t>(st.st_size) > max_bytes)
     throw InputError(name + ": file is " + std::to_string(st.st_size) +
                      " bytes, above the limit of " + std::to_string(max_bytes) + " bytes");
+  if (!regular) max_bytes = std::min(max_bytes, kMaxStreamBytes);
 
   std::string data;
-  // Regular files: one allocation of the known size. Pipes and devices report
-  // no size: grow in chunks, still refusing to pass the cap.
-  if (S_ISREG(st.st_mode)) data.reserve(static_cast<std::size_t>(st.st_size));
+  // One allocation: the known size, or the stream's cap (+1 to see a byte past it).
+  data.reserve(static_cast<std::size_t>(regular ? static_cast<std::uint64_t>(st.st_size) : max_bytes) + 1);
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   for (;;) {
     const std::size_t old = data.size();
     const std::uint64_t room = max_bytes - old;
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, room + 1));
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, room + 1));
+    // Within the reservation while it lasts (a file that grows meanwhile regrows).
+    if (data.capacity() > old) want = std::min(want, data.capacity() - old);
     data.resize(old + want);
     const ssize_t got = ::read(f.fd, data.data() + old, want);
     if (got < 0) {
@@ -342,9 +362,10 @@ std::string readFile(const fs::path& path, std::uint64_t max_bytes) {
     }
     data.resize(old + static_cast<std::size_t>(got));
     if (got == 0) break;
+    if (!regular && old == 0) refuseZeroStart(name, data);
     if (data.size() > max_bytes)
-      throw InputError(name + ": file is above the limit of " + std::to_string(max_bytes) +
-                       " bytes");
+      throw InputError(name + ": " + (regular ? "file" : "stream (not a regular file)") +
+                       " is above the limit of " + std::to_string(max_bytes) + " bytes");
   }
   return data;
 }

@@ -16,6 +16,8 @@
 // is read all the same, holding the elements until the end.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <unordered_map>
 
@@ -47,13 +49,11 @@ class GraphReader : public jsontext::Fields {
   GraphReader(std::string_view text, const std::string& source) : Fields(source), text_(text) {}
 
   Model read() {
-    Sax sax(*this);
-    jsontext::parseWith(text_, source(), jsontext::kMaxDepth, [&] {
-      json::sax_parse(text_.begin(), text_.end(), &sax);
-    });
+    Sax sax(*this, text_);
+    jsontext::parseWith(text_, source(), jsontext::kMaxDepth,
+                        [&] { jsontext::saxParse(text_, sax.cursor(), sax); });
     const json& root = sax.root();
-    checkHeader(root);
-    knownKeys(root, "", {"format", "version", "name", "methods", "tensors", "graphs"});
+    checkHeader(root);  // unknown members were refused while parsing
     Model& m = m_;
     m.name = root.contains("name") ? text(root["name"], "name") : source();
     // What streaming took out of the tree is counted, not held: "tensors" and
@@ -131,28 +131,31 @@ class GraphReader : public jsontext::Fields {
 
   // ---- streaming: called by Sax as elements complete ----
 
-  void onTensor(json&& v, std::size_t i) {
+  // Both return whether the element is held (read at the end).
+  bool onTensor(json&& v, std::size_t i) {
     if (i >= kMaxTensors) fail("tensors", "more than " + std::to_string(kMaxTensors) + " entries, above the limit");
     if (!held_tensors_.empty() || !headerSeen()) {
       held_tensors_.push_back(std::move(v));
-      return;
+      return true;
     }
     readTensorElement(v, i);
+    return false;
   }
   void onTensorsEnd() {
     if (!held_tensors_.empty()) return;  // read at the end
     tensors_done_ = true;
     num_tensors_ = m_.tensors.size();
   }
-  void onNode(json&& v, std::size_t g, std::size_t n) {
+  bool onNode(json&& v, std::size_t g, std::size_t n) {
     if (g >= kMaxGraphs) fail("graphs", "more than " + std::to_string(kMaxGraphs) + " entries, above the limit");
     if (n >= kMaxNodes)
       fail(item("graphs", g) + ".nodes", "more than " + std::to_string(kMaxNodes) + " entries, above the limit");
     if (!tensors_done_ || !held_nodes_.empty()) {
       held_nodes_.push_back({std::move(v), g, n});
-      return;
+      return true;
     }
     readNodeElement(v, g, n);
+    return false;
   }
   // The header, checked once as soon as the root holds it.
   bool headerSeen() {
@@ -165,13 +168,21 @@ class GraphReader : public jsontext::Fields {
   const json* root_ = nullptr;  // the document as parsed so far
 
  private:
+  static constexpr std::array<std::string_view, 6> kRootKeys = {"format", "version", "name",
+                                                               "methods", "tensors", "graphs"};
+
   // Builds the document as nlohmann's DOM parser does, except that each
   // element of the root's "tensors" array and of a graph's "nodes" array is
-  // handed to the reader when complete and never stored.
+  // handed to the reader when complete and never stored; unknown members
+  // of the root and over-long arrays are refused before their values are
+  // built; what is held stays within a TreeBudget.
   class Sax : public jsontext::SaxErrors {
    public:
-    explicit Sax(GraphReader& r) : r_(r) { r_.root_ = &root_; }
+    Sax(GraphReader& r, std::string_view text) : r_(r), text_(text), budget_(text.size()) {
+      r_.root_ = &root_;
+    }
     const json& root() const { return root_; }
+    jsontext::Cursor& cursor() { return cursor_; }
 
     bool null() { return value(json(nullptr)); }
     bool boolean(bool b) { return value(json(b)); }
@@ -191,6 +202,9 @@ class GraphReader : public jsontext::Fields {
                             (f.kind == Kind::Graph && k == "nodes");
       if (streamed && f.value->contains(k))
         r_.fail(f.kind == Kind::Root ? "" : item("graphs", f.index), "'" + k + "' given twice");
+      if (f.kind == Kind::Root && f.value->is_object() &&
+          std::find(kRootKeys.begin(), kRootKeys.end(), k) == kRootKeys.end())
+        r_.fail("", "unknown field '" + oneLine(k, 60) + "'");
       f.key = k;
       f.slot = &(*f.value)[k];
       return true;
@@ -215,6 +229,10 @@ class GraphReader : public jsontext::Fields {
       }
       Frame& parent = stack_.back();
       const bool array = v.is_array();
+      const bool streamed = parent.kind == Kind::Tensors || parent.kind == Kind::Nodes;
+      if (streamed) element_mark_ = budget_.used();  // given back when the element is dropped
+      if (!budget_.charge(jsontext::TreeBudget::cost(v, parent.value->is_object(), parent.key.size())))
+        jsontext::overBudget(text_, cursor_, r_.source(), "", budget_);
       switch (parent.kind) {
         case Kind::Tensors:
         case Kind::Nodes:
@@ -227,6 +245,8 @@ class GraphReader : public jsontext::Fields {
           }
           break;
         case Kind::Graphs: {
+          if (parent.count == kMaxGraphs)
+            r_.fail("graphs", "more than " + std::to_string(kMaxGraphs) + " entries, above the limit");
           const std::size_t g = parent.count++;
           const bool object = v.is_object();
           parent.value->push_back(std::move(v));
@@ -268,12 +288,17 @@ class GraphReader : public jsontext::Fields {
     }
     void deliver(const Frame& f) {
       const Frame& parent = stack_.back();
-      if (parent.kind == Kind::Tensors) r_.onTensor(std::move(element_), f.index);
-      else r_.onNode(std::move(element_), parent.index, f.index);
+      const bool held = parent.kind == Kind::Tensors ? r_.onTensor(std::move(element_), f.index)
+                                                     : r_.onNode(std::move(element_), parent.index, f.index);
       element_ = json();
+      if (!held) budget_.reset(element_mark_);  // a held element stays charged
     }
 
     GraphReader& r_;
+    std::string_view text_;
+    jsontext::TreeBudget budget_;
+    jsontext::Cursor cursor_;
+    std::size_t element_mark_ = 0;
     json root_;
     json element_;
     std::vector<Frame> stack_;

@@ -9,8 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,10 +42,98 @@ nlohmann::json parse(std::string_view text, const std::string& source,
 // SAX handler derives from SaxErrors for the errors).
 void parseWith(std::string_view text, const std::string& source, std::size_t max_depth,
                const std::function<void()>& run);
+// A library error other than a syntax error, with the parser's position.
+struct PositionedError : std::runtime_error {
+  PositionedError(const std::string& what, std::size_t at) : std::runtime_error(what), byte(at) {}
+  std::size_t byte;
+};
 struct SaxErrors {
   bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& e);
 };
+
+// Where a SAX parse is: the parser reads through a TrackedChars iterator,
+// which leaves the byte after the last one read here, so that a handler
+// refusing a value can say where it is (the library gives its handlers no
+// position).
+struct Cursor {
+  const char* base = nullptr;
+  const char* at = nullptr;
+  std::size_t offset() const { return static_cast<std::size_t>(at - base); }
+};
+struct TrackedChars {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  const char* p = nullptr;
+  Cursor* cursor = nullptr;
+  reference operator*() const { return *p; }
+  TrackedChars& operator++() {
+    cursor->at = ++p;
+    return *this;
+  }
+  TrackedChars operator++(int) {
+    TrackedChars before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const TrackedChars& o) const { return p == o.p; }
+};
+// sax_parse over `text` with `cursor` following the parser.
+template <typename Sax>
+void saxParse(std::string_view text, Cursor& cursor, Sax& sax) {
+  cursor.base = cursor.at = text.data();
+  nlohmann::json::sax_parse(TrackedChars{text.data(), &cursor},
+                            TrackedChars{text.data() + text.size(), &cursor}, &sax);
+}
+// "LINE:COL" of byte `offset` of `text` (both from 1).
+std::string lineColumn(std::string_view text, std::size_t offset);
+
+// Memory a JSON tree may take. The library's values cost far more than
+// their text ("{}," is 3 bytes of text and ~100 bytes of tree), so a
+// document of tiny values packed densely would need ~36 bytes a byte.
+// Readers charge each value as they build it (estimates of the library's
+// allocations) and refuse the value that takes the tree past
+// kTreeBytesPerTextByte times the text (plus kTreeSlackBytes): memplan's own
+// files need at most ~10 a byte.
+inline constexpr std::size_t kTreeBytesPerTextByte = 16;
+inline constexpr std::size_t kTreeSlackBytes = std::size_t{1} << 20;
+class TreeBudget {
+ public:
+  explicit TreeBudget(std::size_t text_bytes)
+      : limit_(text_bytes * kTreeBytesPerTextByte + kTreeSlackBytes) {}
+  // Cost of one value, placed in an array or under an object key of `key_size`.
+  static std::size_t cost(const nlohmann::json& v, bool in_object, std::size_t key_size);
+  // Adds `bytes`; false once the tree is past the limit.
+  bool charge(std::size_t bytes) {
+    used_ += bytes;
+    return used_ <= limit_;
+  }
+  std::size_t used() const { return used_; }
+  void reset(std::size_t used) { used_ = used; }
+  std::size_t limit() const { return limit_; }
+
+ private:
+  std::size_t limit_;
+  std::size_t used_ = 0;
+};
+// "SOURCE:LINE:COL: AT: JSON values need more than N bytes of memory ..."
+[[noreturn]] void overBudget(std::string_view text, const Cursor& cursor, const std::string& source,
+                             std::string_view at, const TreeBudget& budget);
+
+// What a reader accepts, checked while the document is parsed, before a
+// refused value is built: the root object's members (`root_at` names the
+// root in messages: "" or "top level"), and arrays' entries, by pattern
+// ("graphs[].allocations": any graph's allocations).
+struct Schema {
+  std::string root_at;
+  std::vector<std::string_view> root_keys;  // empty: any
+  std::vector<std::pair<std::string_view, std::size_t>> arrays;
+};
+// Parses as parse() does, refusing as `schema` says and within a TreeBudget.
+nlohmann::json parse(std::string_view text, const std::string& source, const Schema& schema);
 
 // "base[i]" and "base.key": JSON paths for messages.
 std::string item(std::string_view base, std::size_t i);

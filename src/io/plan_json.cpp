@@ -208,7 +208,7 @@ class PlanReader : public jsontext::Fields {
   explicit PlanReader(const std::string& source) : Fields(source) {}
 
   json parse(std::string_view text) const {
-    const json root = jsontext::parse(text, source());
+    const json root = jsontext::parse(text, source(), schema());
     if (!root.is_object()) fail("", std::string("expected a JSON object, got ") + typeName(root));
     const json* format = find(root, "format");
     if (!format || !format->is_string() ||
@@ -220,10 +220,22 @@ class PlanReader : public jsontext::Fields {
         version->get<std::uint64_t>() > 4)
       fail("version",
            oneLine(version->dump(), 40) + " is not supported (this memplan reads versions 1 to 4)");
-    knownKeys(root, "", {"format", "version", "source", "import_options", "algorithm", "options",
-                         "search", "planning_seconds", "methods", "shared_state", "bufsizes",
-                         "allocations", "graphs"});
     return root;
+  }
+
+  // Members and array limits refused while parsing, before their values are built.
+  static const jsontext::Schema& schema() {
+    constexpr std::size_t kMaxAllocations = 2 * limits::kMaxTensors + 16;  // as readGraph allows
+    static const jsontext::Schema kSchema{
+        "",
+        {"format", "version", "source", "import_options", "algorithm", "options", "search",
+         "planning_seconds", "methods", "shared_state", "bufsizes", "allocations", "graphs"},
+        {{"graphs", limits::kMaxGraphs}, {"methods", limits::kMaxGraphs},
+         {"allocations", kMaxAllocations}, {"graphs[].allocations", kMaxAllocations},
+         {"bufsizes", kMaxPools}, {"graphs[].bufsizes", kMaxPools}, {"graphs[].pools", kMaxPools},
+         {"graphs[].pool_devices", kMaxPools}, {"options.capacities", kMaxPools},
+         {"options.spill_order", kMaxPools}}};
+    return kSchema;
   }
 
   PlanProvenance provenance(const json& root) const {
@@ -427,11 +439,20 @@ class PlanReader : public jsontext::Fields {
       fail(at + ".graph", "must equal the graph's position " + std::to_string(gi));
     g.graph = static_cast<GraphId>(gi);
 
+    if (const json* steps = find(v, "steps")) {
+      const std::uint64_t n = unsignedInt(*steps, at + ".steps", static_cast<std::uint64_t>(limits::kMaxTime));
+      if (n != static_cast<std::uint64_t>(g.specs.steps))
+        fail(at + ".steps", std::to_string(n) + " differs from the input's " +
+                                std::to_string(g.specs.steps) + " steps");
+    }
     g.bufsizes.clear();
     if (const json* b = find(v, "bufsizes")) {
       array(*b, at + ".bufsizes", kMaxPools);
       for (std::size_t i = 0; i < b->size(); ++i)
         g.bufsizes.push_back(unsignedInt((*b)[i], item(at + ".bufsizes", i), kMaxBytes));
+      if (!g.bufsizes.empty() && g.bufsizes[0] != 0)
+        fail(at + ".bufsizes[0]", std::to_string(g.bufsizes[0]) +
+                                      ": mem_id 0 holds constants, which are not planned (always 0)");
     }
     const std::size_t num_pools = g.bufsizes.size();
     g.pool_devices.assign(num_pools, Device{});
@@ -454,7 +475,12 @@ class PlanReader : public jsontext::Fields {
     g.pools.clear();
     if (const json* p = find(v, "pools")) {
       array(*p, at + ".pools", kMaxPools);
-      for (std::size_t i = 0; i < p->size(); ++i) g.pools.push_back(pool((*p)[i], item(at + ".pools", i), num_pools));
+      std::vector<bool> listed(num_pools, false);
+      for (std::size_t i = 0; i < p->size(); ++i) {
+        const std::string pat = item(at + ".pools", i);
+        g.pools.push_back(pool((*p)[i], pat, num_pools));
+        samePool(g, g.pools.back(), listed, pat);
+      }
     }
 
     // Ids of the input's specs, to match allocations against.
@@ -537,6 +563,22 @@ class PlanReader : public jsontext::Fields {
       std::stable_sort(g.allocations.begin(), g.allocations.end(),
                        [](const Allocation& p, const Allocation& q) { return p.spec < q.spec; });
     }
+  }
+
+  // What the report shows of a pool must be the plan's: its size and device
+  // those of bufsizes and pool_devices, each pool listed once.
+  void samePool(const GraphPlan& g, const PoolInfo& p, std::vector<bool>& listed, const std::string& at) const {
+    const auto m = static_cast<std::size_t>(p.mem_id);
+    if (listed[m]) fail(at + ".mem_id", "pool " + std::to_string(m) + " is listed twice");
+    listed[m] = true;
+    if (p.size != g.bufsizes[m])
+      fail(at + ".size", std::to_string(p.size) + " differs from bufsizes[" + std::to_string(m) +
+                             "] = " + std::to_string(g.bufsizes[m]));
+    if (p.device != g.pool_devices[m])
+      fail(at + ".device", p.device.str() + " differs from pool_devices[" + std::to_string(m) +
+                               "] = " + g.pool_devices[m].str());
+    if (p.reserved > p.size)
+      fail(at + ".reserved", std::to_string(p.reserved) + " is above the pool's size " + std::to_string(p.size));
   }
 
   PoolInfo pool(const json& v, const std::string& at, std::size_t num_pools) const {

@@ -46,10 +46,15 @@ using limits::kMaxTime;
 
 SpecList readSpecListJson(std::string_view text, const std::string& source_name) {
   const jsontext::Fields r(source_name);
-  const Json doc = jsontext::parse(text, source_name);
+  // Unknown members and over-long arrays are refused while parsing, before
+  // their values are built.
+  static const jsontext::Schema kSchema{
+      "top level",
+      {"name", "algorithm", "alignment", "extra_padding", "input_mem_buffer_sizes", "per_device",
+       "specs", "expected"},
+      {{"specs", kMaxSpecs}, {"input_mem_buffer_sizes", kMaxPools}}};
+  const Json doc = jsontext::parse(text, source_name, kSchema);
   r.object(doc, "top level");
-  r.knownKeys(doc, "top level", {"name", "algorithm", "alignment", "extra_padding",
-                                 "input_mem_buffer_sizes", "per_device", "specs", "expected"});
 
   SpecList c;
   if (const Json* name = r.find(doc, "name")) c.name = r.str(*name, "name");

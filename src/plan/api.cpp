@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/placement_error.h"
 #include "io/sha256.h"
 #include "io/text.h"
 #include "memplan/limits.h"
@@ -139,13 +140,39 @@ Plan skeleton(const Input& input, const PlanOptions& options) {
   return plan;
 }
 
+// Whether the header (the first line that is not blank) names an `offset`
+// column: the reader keeps offsets per row, so a file without rows tells
+// nothing there.
+bool hasOffsetColumn(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  std::string_view line;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) break;
+  }
+  for (std::size_t from = 0;;) {
+    const std::size_t comma = line.find(',', from);
+    std::string_view cell = line.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from);
+    while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
+    while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
+    if (cell == "offset") return true;
+    if (comma == std::string_view::npos) return false;
+    from = comma + 1;
+  }
+}
+
 // A MiniMalloc CSV solution (an offset column) of a CSV buffer list.
 Plan planFromCsvSolution(const Input& input, std::string_view text, const std::string& name) {
   const BufferList* buffers = input.buffers();
   if (!buffers)
     throw InputError(fmt::format("{}: a CSV solution can only be checked against a CSV buffer list", name));
   const BufferList solution = readMiniMallocCsv(text, name);
-  if (solution.offsets.empty()) throw InputError(fmt::format("{}: no 'offset' column", name));
+  if (!hasOffsetColumn(text)) throw InputError(fmt::format("{}: no 'offset' column", name));
+  if (solution.ids.size() != buffers->ids.size())
+    throw InputError(fmt::format("{}: rows do not match {}: {} rows for its {} buffers (one row a buffer)",
+                                 name, input.source.name, solution.ids.size(), buffers->ids.size()));
   if (solution.ids != buffers->ids)
     throw InputError(fmt::format("{}: rows do not match {} (ids must be the same, in the same order)",
                                  name, input.source.name));
@@ -275,7 +302,39 @@ Input readInput(const std::filesystem::path& path, const ImportOptions& options)
   return readInput(readFile(path), path.string(), options);
 }
 
+namespace {
+
+// A planning failure names the input (and, for a CSV buffer list, the
+// buffer's row), as reading errors do.
+[[noreturn]] void rethrowNamingInput(const Input& input, const PlanError& e) {
+  std::string where = input.source.name;
+  const auto* placing = dynamic_cast<const PlacementError*>(&e);
+  if (const BufferList* list = input.buffers(); list && placing) {
+    const auto it = std::find(list->ids.begin(), list->ids.end(), placing->buffer());
+    if (it != list->ids.end()) where += ": row " + std::to_string(it - list->ids.begin() + 1);
+  }
+  const std::string what = e.what();
+  if (where.empty() || what.rfind(input.source.name + ":", 0) == 0) throw;
+  throw PlanError(where + ": " + what);
+}
+
+Plan planInput(const Input& input, const PlanRequest& asked);
+
+}  // namespace
+
 Plan plan(const Input& input, const PlanRequest& asked) {
+  try {
+    return planInput(input, asked);
+  } catch (const CapacityError&) {
+    throw;
+  } catch (const PlanError& e) {
+    rethrowNamingInput(input, e);
+  }
+}
+
+namespace {
+
+Plan planInput(const Input& input, const PlanRequest& asked) {
   const auto started = std::chrono::steady_clock::now();
   const PlanRequest r = resolve(input, asked);
   Plan out;
@@ -302,6 +361,8 @@ Plan plan(const Input& input, const PlanRequest& asked) {
   return out;
 }
 
+}  // namespace
+
 VerifyResult verify(const Input& input, const Plan& plan) {
   const std::size_t graphs = input.model() ? input.model()->graphs.size() : 1;
   if (plan.graphs.size() != graphs) {
@@ -320,7 +381,12 @@ ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& o
 }
 
 void checkSameSource(const SourceInfo& recorded, const Input& input, const std::string& plan_name) {
-  if (recorded.sha256.empty() || input.source.sha256.empty()) return;  // nothing to compare
+  if (input.source.sha256.empty()) return;  // an input made in memory: nothing to compare
+  // A plan made in memory records no digest: it cannot be matched to a file.
+  if (recorded.sha256.empty())
+    throw InputError(fmt::format("{}: source.sha256: empty: the plan records no digest of what it was "
+                                 "made from, so it cannot be matched to {} (--force checks it anyway)",
+                                 plan_name, input.source.name));
   if (recorded.sha256 != input.source.sha256 || recorded.size != input.source.size)
     throw InputError(fmt::format(
         "{}: made from {} ({} bytes, sha256 {}...), not from {} ({} bytes, sha256 {}...)",
