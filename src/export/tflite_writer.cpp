@@ -188,13 +188,13 @@ class Head {
 };
 
 // Byte range [lo, hi) of the original.
-struct Span {
+struct ByteRange {
   std::size_t lo = 0, hi = 0;
   bool meets(std::size_t a, std::size_t b) const { return a < hi && lo < b; }
 };
 
 // A table's inline bytes and its vtable.
-bool tableMeets(const Original& in, const fb::Table* t, const Span& s) {
+bool tableMeets(const Original& in, const fb::Table* t, const ByteRange& s) {
   const std::uint8_t* vt = t->GetVTable();
   const std::size_t at = in.pos(t), vt_at = in.pos(vt);
   return s.meets(at, at + fb::ReadScalar<fb::voffset_t>(vt + 2)) ||
@@ -222,7 +222,7 @@ bool plausibleVtable(const std::uint8_t* data, std::size_t fb_size, std::size_t 
 // its vtable backwards (soffset), so every 4-aligned word after the span is
 // read as one, and a plausible vtable it lands on counts. Conservative:
 // other words may look like tables, which only costs the in-place rewrite.
-bool vtableMayLieIn(const std::uint8_t* data, std::size_t fb_size, const Span& s) {
+bool vtableMayLieIn(const std::uint8_t* data, std::size_t fb_size, const ByteRange& s) {
   for (std::size_t p = (s.hi + 3) / 4 * 4; p + 4 <= fb_size; p += 4) {
     const auto vt = static_cast<std::int64_t>(p) - fb::ReadScalar<fb::soffset_t>(data + p);
     if (vt < 0 || vt % 2 != 0 || static_cast<std::size_t>(vt) + 4 > fb_size) continue;
@@ -244,7 +244,7 @@ bool vtableMayLieIn(const std::uint8_t* data, std::size_t fb_size, const Span& s
 // where only a vtable offset can point back into it.
 bool planBytesExclusive(Original& in, const std::uint8_t* data, std::size_t fb_size,
                         const fb::Table* model, const std::size_t (&target)[kModelFields],
-                        std::size_t plan_table, const Span& s) {
+                        std::size_t plan_table, const ByteRange& s) {
   if (tableMeets(in, model, s)) return false;
   for (int id = 1; id < kModelFields; ++id)
     if (id != kBuffers && id != kMetadata && target[id] != 0 && target[id] < s.hi) return false;
@@ -277,7 +277,7 @@ std::vector<std::uint64_t> alignedCopy(std::string_view bytes) {
   return words;
 }
 
-std::uint32_t readU32(std::string_view bytes, std::size_t at) {
+std::uint32_t wordAt(std::string_view bytes, std::size_t at) {
   std::uint32_t v;
   std::memcpy(&v, bytes.data() + at, 4);
   return fb::EndianScalar(v);
@@ -351,7 +351,7 @@ bool oldPlanExclusive(std::string_view bytes, const std::string& name, const Rew
   const fb::Table* model = in.root();
   std::size_t target[kModelFields] = {};
   for (int id = 1; id < kModelFields; ++id) target[id] = in.target(model, id, "Model field");
-  return planBytesExclusive(in, data, fb_size, model, target, plan.table, Span{plan.vector, plan.at + plan.size});
+  return planBytesExclusive(in, data, fb_size, model, target, plan.table, ByteRange{plan.vector, plan.at + plan.size});
 }
 
 [[noreturn]] void rewriteFailed(const std::string& source, const std::string& what) {
@@ -403,7 +403,7 @@ void checkBuffersAndMetadata(std::string_view original, std::string_view written
 // defs) point, except the old plan's bytes when they were its own and the
 // offsets of buffers stored outside the flatbuffer, moved with it.
 void checkOriginalKept(std::string_view original, std::string_view written, const RewriteLayout& o,
-                       const RewriteLayout& w, const std::vector<Span>& may_change,
+                       const RewriteLayout& w, const std::vector<ByteRange>& may_change,
                        const std::string& source) {
   if (written.size() < original.size()) rewriteFailed(source, "the file shrank");
   const std::size_t base = written.size() - original.size();
@@ -504,7 +504,7 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
     if (vec != 0 && external <= 1 && vec + 4 + plan_bytes <= fb_size &&
         fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes &&
         planBytesExclusive(in, data, fb_size, model, old_target, buffer_tables[plan_buffer],
-                           Span{vec, vec + 4 + plan_bytes})) {
+                           ByteRange{vec, vec + 4 + plan_bytes})) {
       std::string out(bytes);
       std::size_t at = vec + 4;
       const auto put = [&](std::int32_t v) {
@@ -609,19 +609,19 @@ void checkTfliteRewrite(std::string_view original, std::string_view written, con
   const RewriteLayout o = readRewriteLayout(original, source_name);
   const RewriteLayout w = readRewriteLayout(written, source_name + " (rewritten)");
   const std::int32_t subgraphs =
-      o.target[kSubgraphs] ? static_cast<std::int32_t>(readU32(original, o.target[kSubgraphs])) : 0;
+      o.target[kSubgraphs] ? static_cast<std::int32_t>(wordAt(original, o.target[kSubgraphs])) : 0;
   checkPlanWords(written, w, subgraphs, offsets, source_name);
   checkBuffersAndMetadata(original, written, o, w, source_name);
   // What may differ in the copy of the original: the old plan's vector when
   // it is still the plan's and its own, external buffers' offsets.
-  std::vector<Span> may_change;
+  std::vector<ByteRange> may_change;
   if (o.plan_buffer && *o.plan_buffer < o.buffers.size() && *o.plan_buffer == *w.plan_buffer &&
       written.size() == original.size() && o.buffers[*o.plan_buffer].vector != 0 &&
       oldPlanExclusive(original, source_name, o.buffers[*o.plan_buffer]))
     may_change.push_back({o.buffers[*o.plan_buffer].vector, o.buffers[*o.plan_buffer].at + o.buffers[*o.plan_buffer].size});
   for (const RewriteLayout::Buf& b : o.buffers)
     if (b.offset_field != 0) may_change.push_back({b.offset_field, b.offset_field + 8});
-  std::sort(may_change.begin(), may_change.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  std::sort(may_change.begin(), may_change.end(), [](const ByteRange& a, const ByteRange& b) { return a.lo < b.lo; });
   checkOriginalKept(original, written, o, w, may_change, source_name);
 }
 
