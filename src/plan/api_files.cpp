@@ -176,6 +176,13 @@ void writePte(const std::filesystem::path& path, const Plan& plan, const Input& 
   const PteProgram* program = input.pte();
   if (!program)
     throw InputError(fmt::format("writePte: {} is not an ExecuTorch program (.pte)", input.source.name));
+  // writePte reads its result back and checks that the plan read back is
+  // this one; this one must pass `memplan verify` (the Python exporter may
+  // be handed ExecuTorch's unsafe plan, which the CLI never writes).
+  const VerifyResult verdict = verifyPte(*program, plan);
+  if (!verdict.ok())
+    throw PlanError(fmt::format("{}: the plan does not verify: {}; nothing written", input.source.name,
+                                verdict.violations.front().message));
   writeFileAtomic(path, writePte(*program, plan));
 }
 
