@@ -62,6 +62,18 @@ TEST(Cli, ConformanceCaseThroughThePlanFile) {
   EXPECT_EQ(checked, 4);
 }
 
+// ExecuTorch's greedy reproduced with its in-place defect: exit 0, a
+// warning, and a hint naming auto only because auto's plan of the same
+// input verifies (checked at the time, not assumed).
+TEST(Cli, UnsafeExecutorchPlanHintNamesOnlyAnAlgorithmThatVerifies) {
+  const fs::path input = conformanceDir() / "greedy-101-0019.json";
+  const CliResult r = runCli("plan -q " + input.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("memplan: warning: ExecuTorch's own plan is unsafe: pool 1: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(reproduced bit for bit; --algorithm auto gives a safe plan)\n"), std::string::npos) << r.err;
+  EXPECT_EQ(runCli("plan -q -a auto " + input.string()).exit_code, 0);
+}
+
 TEST(Cli, VerifyRejectsATamperedPlan) {
   const fs::path dir = tempDir("cli-verify");
   // Two buffers alive together: [0,2) and [1,3).

@@ -200,6 +200,73 @@ TEST(PteCli, UnsafePlansExitOne) {
   EXPECT_EQ(runCli("verify " + q(dir / "good.pte")).exit_code, 0);
 }
 
+// A plan `plan` exits 0 with must pass `verify` and `replay` of the written
+// plan file. tests/data/hostile-writers: programs placed at alignment 1
+// (add_packed.pte: v1 at 4, v2 at 8; llm_mutated_537.pte: v31 at 1055) were
+// kept as "algorithm original" under a check at alignment 1, then rejected
+// at the plan's alignment 16; the report showed a 12 B arena below its
+// 48 B lower bound as optimal.
+TEST(PteCli, PlansOfUnalignedProgramsPassTheirOwnVerifyAndReplay) {
+  const fs::path dir = tempDir("pte-cli-unaligned");
+  for (const char* file : {"add_packed.pte", "llm_mutated_537.pte"}) {
+    const fs::path input = dataDir() / "hostile-writers" / file, plan = dir / "p.json";
+    const CliResult p = runCli("plan -q " + q(input) + " -o " + q(plan));
+    ASSERT_EQ(p.exit_code, 0) << file << ": " << p.err;
+    for (const char* cmd : {"verify ", "replay "}) {
+      const CliResult r = runCli(std::string(cmd) + q(input) + " " + q(plan));
+      EXPECT_EQ(r.exit_code, 0) << file << ": " << cmd << r.out << r.err;
+    }
+    const json j = json::parse(readText(plan));
+    for (const json& g : j["graphs"])
+      for (const json& pool : g["pools"]) {
+        EXPECT_GE(pool["size"].get<std::uint64_t>(), pool["lower_bound"].get<std::uint64_t>()) << file << pool;
+        EXPECT_EQ(pool["proven_optimal"].get<bool>(), pool["size"] == pool["lower_bound"]) << file << pool;
+      }
+  }
+  // add_packed.pte is planned again, at 16-byte offsets; its carried plan
+  // is what it is (exact bytes, alignment 1) and verifies as such.
+  const fs::path packed = dataDir() / "hostile-writers" / "add_packed.pte";
+  ASSERT_EQ(runCli("plan -q " + q(packed) + " -o " + q(dir / "p.json")).exit_code, 0);
+  const json a = json::parse(readText(dir / "p.json"));
+  for (const json& x : a["graphs"][0]["allocations"]) EXPECT_EQ(x["mem_offset"].get<std::uint64_t>() % 16, 0u) << x;
+  EXPECT_NE(a["graphs"][0]["pools"][0]["algorithm"], "original");
+  EXPECT_EQ(runCli("verify " + q(packed)).exit_code, 0);
+  // Asked at alignment 1, the file's placement is the plan, and it verifies.
+  ASSERT_EQ(runCli("plan -q --alignment 1 " + q(packed) + " -o " + q(dir / "p1.json")).exit_code, 0);
+  const json one = json::parse(readText(dir / "p1.json"));
+  EXPECT_EQ(one["graphs"][0]["pools"][0]["algorithm"], "original");
+  EXPECT_EQ(runCli("verify " + q(packed) + " " + q(dir / "p1.json")).exit_code, 0);
+  EXPECT_EQ(runCli("replay " + q(packed) + " " + q(dir / "p1.json")).exit_code, 0);
+  fs::remove_all(dir);
+}
+
+// --share-mutable-buffers is ExecuTorch's placement of state in memory id
+// 2; a program keeps its memory ids and its shared state's offsets, so the
+// flag is refused, as --per-device is (it used to fail verification with
+// auto, and with greedy warn with a hint naming auto).
+TEST(PteCli, ShareMutableBuffersIsRefusedForPrograms) {
+  const fs::path dir = tempDir("pte-cli-share");
+  for (const char* algo : {"auto", "best_fit", "greedy", "naive"}) {
+    const CliResult r = runCli("plan -q " + q(program("llm_prefill_decode_xnnpack.pte")) +
+                               " --share-mutable-buffers -a " + algo + " -o " + q(dir / "p.json"));
+    EXPECT_EQ(r.exit_code, 2) << algo << ": " << r.err;
+    EXPECT_EQ(r.err, "memplan: --share-mutable-buffers: does not apply to " +
+                         program("llm_prefill_decode_xnnpack.pte").string() +
+                         ": a .pte keeps which tensors it plans and their memory ids\n")
+        << algo;
+    EXPECT_FALSE(fs::exists(dir / "p.json"));
+  }
+  // Without the flag the shared state keeps its place, and both methods'
+  // plans pass verify and replay of the written plan.
+  const CliResult p = runCli("plan -q " + q(program("llm_prefill_decode_xnnpack.pte")) + " -o " + q(dir / "p.json"));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  for (const char* cmd : {"verify ", "replay "}) {
+    const CliResult r = runCli(std::string(cmd) + q(program("llm_prefill_decode_xnnpack.pte")) + " " + q(dir / "p.json"));
+    EXPECT_EQ(r.exit_code, 0) << cmd << r.out << r.err;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(PteCli, BadProgramsExitTwoWithOneLineAndNoOutput) {
   const std::string good = chainBytes();
   const fs::path dir = tempDir("pte-cli-bad");

@@ -990,5 +990,26 @@ TEST(Pte, MalformedPlansAreNamed) {
   }
 }
 
+// The library's exporter (the CLI's --write-pte, Python's write_pte) writes
+// only a plan that verifies: handed one that does not, it refuses and
+// writes nothing.
+TEST(Pte, ExporterRefusesAPlanThatDoesNotVerify) {
+  const Input in = readInput(programsDir() / "add.pte");
+  Plan plan = memplan::plan(in, PlanRequest{});
+  ASSERT_TRUE(verify(in, plan).ok());
+  GraphPlan& g = plan.graphs[0];
+  ASSERT_GE(g.allocations.size(), 2u);
+  g.allocations[1].offset = g.allocations[0].offset;  // the two inputs, alive together
+  ASSERT_FALSE(verify(in, plan).ok());
+  const fs::path out = test::tempDir("pte-unsafe-write") / "out.pte";
+  try {
+    writePte(out, plan, in);
+    ADD_FAILURE() << "written";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("the plan does not verify: "), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
 }  // namespace memplan

@@ -9,8 +9,11 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "memplan/algorithm.h"
 #include "memplan/import.h"
+#include "memplan/memplan.h"
 #include "memplan/pinned.h"
 #include "memplan/plan.h"
 #include "memplan/tflite_micro.h"
@@ -623,6 +626,106 @@ TEST(TfliteMicro, RewrittenFilesSurviveBitFlips) {
 
 // ---------------------------------------------------------------------------
 // The command line.
+
+// The check every --write-tflite result passes before it is written,
+// handed results altered after the writer made them.
+std::string planWords(const std::vector<std::int32_t>& words) {
+  std::string out(4 * words.size(), '\0');
+  std::memcpy(out.data(), words.data(), out.size());
+  return out;
+}
+
+std::string rewriteError(const std::string& original, const std::string& written,
+                         const std::vector<std::int32_t>& offsets) {
+  try {
+    checkTfliteRewrite(original, written, "model.tflite", offsets);
+  } catch (const PlanError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(TfliteMicro, RewriteCheckRefusesAnyChangeBeyondThePlan) {
+  Desc d = offlineModel(3, {{0, {0, 3}, {1}}, {0, {1}, {2}}}, {-1, -1, -1, -1});
+  d.subgraphs[0].tensors.push_back({{8}, 2, "weight"});
+  d.subgraphs[0].inputs = {0};
+  const std::string weight(32, '\x5a');
+  d.buffers = {"", planBuffer({-1, -1, -1, -1}), weight};
+  const std::string bytes = build(d);
+  const Model m = import(bytes);
+  const Plan plan = planModel(m, PlanRequest{});
+  const std::vector<std::int32_t> offsets =
+      tfliteOfflineOffsets(m, plan, tfliteTensorIndex(bytes, "model.tflite"));
+  const std::string planned = writeTfliteOfflinePlan(bytes, "model.tflite", offsets);
+  EXPECT_EQ(rewriteError(bytes, planned, offsets), "(no error)");
+
+  std::string altered = planned;  // a weight's byte
+  altered[altered.find(weight) + 5] = '\x5b';
+  EXPECT_EQ(rewriteError(bytes, altered, offsets),
+            "model.tflite: the rewritten model differs beyond its plan: buffer 2 (weights or "
+            "constants) changed; nothing written");
+  altered = planned;  // a tensor's name, in the subgraph
+  const std::size_t name = altered.rfind("t1");
+  ASSERT_NE(name, std::string::npos);
+  altered[name + 1] = '7';
+  const std::size_t base = planned.size() - bytes.size();
+  EXPECT_EQ(rewriteError(bytes, altered, offsets),
+            fmt::format("model.tflite: the rewritten model differs beyond its plan: byte {} of the "
+                        "original (now {}) changed; nothing written",
+                        name + 1 - base, name + 1));
+  std::vector<std::int32_t> other = offsets;  // not the plan given
+  other[1] = other[1] == 0 ? 16 : 0;
+  EXPECT_EQ(rewriteError(bytes, planned, other),
+            "model.tflite: the rewritten model differs beyond its plan: the offline plan read back "
+            "is not the plan given; nothing written");
+  EXPECT_NE(rewriteError(bytes, bytes, offsets).find("is not the plan given"), std::string::npos);
+}
+
+// tests/data/hostile-writers/sharedplan.tflite: the offline plan's Buffer
+// table (2) points at the vector of weight 'w' (buffer 1). The old writer
+// wrote the new plan over those bytes in place: 'w' changed, exit 0.
+TEST(TfliteMicroCli, PlanBytesSharedWithAWeightAreNotOverwritten) {
+  const fs::path dir = test::tempDir("tflm-shared-plan");
+  const fs::path input = test::dataDir() / "hostile-writers" / "sharedplan.tflite";
+  const std::string bytes = test::readText(input);
+  const Raw before(bytes);
+  const auto weights = [](const Raw& r) { return r.bytes(r.tables(r.root(), 4).at(1), 0); };
+  ASSERT_EQ(weights(before), planWords({1, 1, 3, 16, -1, 0}));  // shared: the plan's words
+  const fs::path out = dir / "out.tflite", plan_json = dir / "p.json";
+  test::CliResult r = test::runCli("plan -q --ignore-offline-plan " + input.string() + " -o " +
+                                   plan_json.string() + " --write-tflite " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string written = test::readText(out);
+  const Raw after(written);
+  EXPECT_EQ(weights(after), weights(before));  // 'w' byte for byte
+  EXPECT_EQ(meaning(after), meaning(before));
+  EXPECT_GT(written.size(), bytes.size());     // a new buffer, not the shared bytes
+  // The plan read back is the one memplan made, and it checks out.
+  ImportOptions ignore;
+  ignore.ignore_offline_plan = true;
+  const Input in = readInput(input, ignore);
+  const Plan plan = memplan::plan(in, PlanRequest{});
+  const std::vector<std::int32_t> offsets =
+      tfliteOfflineOffsets(*in.model(), plan, tfliteTensorIndex(bytes, input.string()));
+  std::vector<std::int32_t> want = {1, 1, 3};
+  want.insert(want.end(), offsets.begin(), offsets.end());
+  EXPECT_EQ(carriedPlan(after), want);
+  EXPECT_NE(want, (std::vector<std::int32_t>{1, 1, 3, 16, -1, 0}));
+  for (const std::string& cmd : {"verify " + out.string(), "replay " + out.string(),
+                                "verify " + input.string() + " " + plan_json.string(),
+                                "replay " + input.string() + " " + plan_json.string()}) {
+    r = test::runCli(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.out << r.err;
+  }
+  // What the old writer wrote (the words in place) is refused by the check.
+  std::string in_place = bytes;
+  const std::size_t at = in_place.find(planWords({1, 1, 3, 16, -1, 0}));
+  in_place.replace(at, 4 * want.size(), planWords(want));
+  EXPECT_EQ(rewriteError(bytes, in_place, offsets),
+            "model.tflite: the rewritten model differs beyond its plan: buffer 1 (weights or "
+            "constants) changed; nothing written");
+  fs::remove_all(dir);
+}
 
 TEST(TfliteMicroCli, WriteVerifyAndRefuse) {
   const fs::path dir = test::tempDir("tflm-cli");

@@ -145,12 +145,15 @@ std::optional<TflmCarriedArena> tflmCarriedArena(const Input& input);
 void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Input& input,
                   CHeaderOptions options = {});
 // A copy of the .tflite input carrying the plan as TensorFlow Lite Micro's
-// offline plan (pool 1 only). Returns warnings (one line each).
+// offline plan (pool 1 only). Returns warnings (one line each). The result
+// is read back first (checkTfliteRewrite, memplan/tflite_micro.h) and the
+// plan it carries verified as `memplan verify` would: PlanError otherwise,
+// nothing written.
 std::vector<std::string> writeTflite(const std::filesystem::path& path, const Plan& plan,
                                      const Input& input);
 // The .pte input with the plan (memory ids, constants, segments and
 // delegates kept); the plan must be one of this program (planPte, or read
-// back from a file).
+// back from a file) and must verify (PlanError otherwise, nothing written).
 void writePte(const std::filesystem::path& path, const Plan& plan, const Input& input);
 // The self-contained HTML viewer, the SVG picture (memplan/report.h);
 // their title defaults to the input's file name.

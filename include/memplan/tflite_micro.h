@@ -83,6 +83,18 @@ std::vector<std::int32_t> tfliteOfflineOffsets(const Model& model, const Plan& p
 std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& source_name,
                                    const std::vector<std::int32_t>& offsets);
 
+// The check writeTfliteOfflinePlan makes of its result before returning it
+// (callable on any bytes, so that a test can hand it a corrupted result):
+// `written` must carry `offsets` as its offline plan, every buffer but the
+// plan's must hold the same bytes under the same index, every other
+// metadata entry must be the same, and the original flatbuffer must follow
+// (or be) the written file unchanged where the Model's other fields point
+// (operator codes, subgraphs and operators, description, signature defs) --
+// only the old plan's own bytes and the offsets of buffers stored outside
+// the flatbuffer may differ. Throws PlanError naming the first difference.
+void checkTfliteRewrite(std::string_view original, std::string_view written,
+                        const std::string& source_name, const std::vector<std::int32_t>& offsets);
+
 // The plan a model's pins make on their own (a .tflite read with its
 // offline plan): every planned spec with a pin is allocated there, pool 1
 // (or its preset pool); specs without a pin are left to the runtime

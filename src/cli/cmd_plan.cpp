@@ -30,6 +30,19 @@ extern "C" void onInterrupt(int) {
   }
 }
 
+// The hint after ExecuTorch's unsafe plan: `auto` is named only when its
+// plan of the same input and request passes the same check (an input can
+// defeat every algorithm, e.g. a carried placement memplan must keep).
+std::string safeAlternative(const Input& in, PlanRequest request) {
+  request.algorithm = "auto";
+  try {
+    if (verify(in, memplan::plan(in, request)).ok()) return "; --algorithm auto gives a safe plan";
+  } catch (const InputError&) {
+  } catch (const PlanError&) {
+  }
+  return "";
+}
+
 struct PlanCommand {
   std::string input;
   std::string output;
@@ -119,7 +132,7 @@ struct PlanCommand {
       if (algo && algo->executorch_exact) {
         std::cerr << "memplan: warning: ExecuTorch's own plan is unsafe: "
                   << verdict.violations.front().message
-                  << " (reproduced bit for bit; --algorithm auto gives a safe plan)\n";
+                  << " (reproduced bit for bit" << safeAlternative(in, request) << ")\n";
         if (!write_pte.empty())
           std::cerr << "memplan: " << write_pte << " not written: the plan is unsafe (nor any other output: a run that fails writes none)\n";
         return write_pte.empty() ? kExitOk : kExitVerifyFailed;

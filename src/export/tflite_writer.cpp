@@ -21,12 +21,17 @@
 // The original root table stays in the file, unreferenced. A replaced plan's
 // buffer is reused when nothing else refers to it, so planning a planned
 // model again does not grow its buffer list; and when the new plan has the
-// old one's length (the same model planned again), its numbers are written
+// old one's length (the same model planned again) and its bytes are its own
+// (no other object shares them: planBytesExclusive), its numbers are written
 // over the old plan's bytes and nothing else changes: the file keeps its
 // size however often it is planned.
+// Either way the result is read back before it is returned
+// (checkTfliteRewrite): every other buffer, metadata entry and Model field
+// the same, the plan the one given.
 #include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "import/flatbuffer_reader.h"
@@ -83,6 +88,12 @@ class Original {
     if (off == 0) return 0;
     const std::uint8_t* slot = reinterpret_cast<const std::uint8_t*>(t) + off;
     return pos(slot) + fb::ReadScalar<fb::uoffset_t>(slot);
+  }
+  const fb::Vector<std::uint8_t>* byteVector(const fb::Table* t, int id, const char* what) {
+    if (!t->VerifyOffset(v_, field(id))) fail(pos(t), fmt::format("field {} does not verify", what));
+    const auto* vec = t->GetPointer<const fb::Vector<std::uint8_t>*>(field(id));
+    if (vec && !v_.VerifyVector(vec)) fail(pos(vec), fmt::format("vector {} does not verify", what));
+    return vec;
   }
   const fb::Vector<fb::uoffset_t>* tables(const fb::Table* t, int id, const char* what) {
     if (!t->VerifyOffset(v_, field(id))) fail(pos(t), fmt::format("field {} does not verify", what));
@@ -176,6 +187,241 @@ class Head {
   std::vector<std::uint8_t> b_;
 };
 
+// Byte range [lo, hi) of the original.
+struct ByteRange {
+  std::size_t lo = 0, hi = 0;
+  bool meets(std::size_t a, std::size_t b) const { return a < hi && lo < b; }
+};
+
+// A table's inline bytes and its vtable.
+bool tableMeets(const Original& in, const fb::Table* t, const ByteRange& s) {
+  const std::uint8_t* vt = t->GetVTable();
+  const std::size_t at = in.pos(t), vt_at = in.pos(vt);
+  return s.meets(at, at + fb::ReadScalar<fb::voffset_t>(vt + 2)) ||
+         s.meets(vt_at, vt_at + fb::ReadScalar<fb::voffset_t>(vt));
+}
+
+// A vtable as a FlatBuffers builder writes one, at `at`, for a table at
+// `table`: even size >= 4, every field inside the table, and the table no
+// longer than its last field plus padding (TFLite's tables hold no structs,
+// so no field is longer than 8 bytes).
+bool plausibleVtable(const std::uint8_t* data, std::size_t fb_size, std::size_t at, std::size_t table) {
+  const auto vsize = fb::ReadScalar<fb::voffset_t>(data + at);
+  const auto tsize = fb::ReadScalar<fb::voffset_t>(data + at + 2);
+  if (vsize < 4 || vsize % 2 != 0 || tsize < 4 || at + vsize > fb_size || table + tsize > fb_size) return false;
+  std::size_t last = 4;
+  for (std::size_t k = at + 4; k < at + vsize; k += 2) {
+    const auto field_at = fb::ReadScalar<fb::voffset_t>(data + k);
+    if (field_at != 0 && (field_at < 4 || field_at >= tsize)) return false;
+    last = std::max<std::size_t>(last, field_at);
+  }
+  return tsize <= last + 16;
+}
+
+// Whether a table after the span may have its vtable in it: a table finds
+// its vtable backwards (soffset), so every 4-aligned word after the span is
+// read as one, and a plausible vtable it lands on counts. Conservative:
+// other words may look like tables, which only costs the in-place rewrite.
+bool vtableMayLieIn(const std::uint8_t* data, std::size_t fb_size, const ByteRange& s) {
+  for (std::size_t p = (s.hi + 3) / 4 * 4; p + 4 <= fb_size; p += 4) {
+    const auto vt = static_cast<std::int64_t>(p) - fb::ReadScalar<fb::soffset_t>(data + p);
+    if (vt < 0 || vt % 2 != 0 || static_cast<std::size_t>(vt) + 4 > fb_size) continue;
+    const auto at = static_cast<std::size_t>(vt);
+    if (s.meets(at, at + fb::ReadScalar<fb::voffset_t>(data + at)) && plausibleVtable(data, fb_size, at, p))
+      return true;
+  }
+  return false;
+}
+
+// Whether the old plan's bytes (its data vector, `s`) belong to it alone, so
+// that they may be overwritten. FlatBuffers may share any bytes between
+// objects (a weight buffer's Buffer table pointing at the plan's vector, a
+// name inside it), and offsets point forward: an object before the span is
+// reached only through objects before it. So every object before the span
+// must be one whose extent this knows -- the Model table, the buffers and
+// metadata vectors, Buffer and Metadata tables and their data and names --
+// and clear of it; everything else the Model points to must come after it,
+// where only a vtable offset can point back into it.
+bool planBytesExclusive(Original& in, const std::uint8_t* data, std::size_t fb_size,
+                        const fb::Table* model, const std::size_t (&target)[kModelFields],
+                        std::size_t plan_table, const ByteRange& s) {
+  if (tableMeets(in, model, s)) return false;
+  for (int id = 1; id < kModelFields; ++id)
+    if (id != kBuffers && id != kMetadata && target[id] != 0 && target[id] < s.hi) return false;
+  for (const int id : {kBuffers, kMetadata}) {
+    const auto* vec = in.tables(model, id, id == kBuffers ? "buffers" : "metadata");
+    if (!vec) continue;
+    if (s.meets(in.pos(vec), in.pos(vec) + 4 + 4 * std::size_t{vec->size()})) return false;
+    for (fb::uoffset_t i = 0; i < vec->size(); ++i) {
+      const std::size_t at = in.element(vec, i, id == kBuffers ? "buffer" : "metadata");
+      if (at >= s.hi) continue;
+      const fb::Table* t = in.at(at);
+      if (tableMeets(in, t, s) || in.declaredFields(t) > 3) return false;
+      if (id == kBuffers && at != plan_table) {
+        const auto* v = in.byteVector(t, 0, "data");
+        if (v && s.meets(in.pos(v), in.pos(v) + 4 + v->size())) return false;
+      } else if (id == kMetadata) {
+        const std::size_t name = in.target(t, kMetadataName, "name");
+        in.string(t, kMetadataName, "name");
+        if (name != 0 && s.meets(name, name + 5 + fb::ReadScalar<fb::uoffset_t>(data + name))) return false;
+      }
+    }
+  }
+  return !vtableMayLieIn(data, fb_size, s);
+}
+
+// FlatBuffers reads scalars in place: a copy aligned to 8 bytes.
+std::vector<std::uint64_t> alignedCopy(std::string_view bytes) {
+  std::vector<std::uint64_t> words((bytes.size() + 7) / 8);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  return words;
+}
+
+std::uint32_t wordAt(std::string_view bytes, std::size_t at) {
+  std::uint32_t v;
+  std::memcpy(&v, bytes.data() + at, 4);
+  return fb::EndianScalar(v);
+}
+
+// What the read-back check compares of one file: positions are absolute
+// in that file; a buffer's bytes are its data vector's elements, or the
+// range its offset and size name outside the flatbuffer.
+struct RewriteLayout {
+  bool has_version = false;
+  std::uint32_t version = 0;
+  std::size_t target[kModelFields] = {};
+  struct Buf {
+    std::size_t table = 0, at = 0, size = 0;
+    std::size_t offset_field = 0;  // position of Buffer.offset when stored outside, else 0
+    std::size_t vector = 0;        // position of the data vector, 0 if none
+  };
+  std::vector<Buf> buffers;
+  std::vector<std::pair<std::string, std::uint32_t>> metadata;  // name, buffer
+  std::optional<std::uint32_t> plan_buffer;
+};
+
+RewriteLayout::Buf readBuffer(Original& in, std::size_t at, std::size_t file_size) {
+  const fb::Table* t = in.at(at);
+  RewriteLayout::Buf b;
+  b.table = at;
+  if (const auto* v = in.byteVector(t, 0, "data")) {
+    b.vector = in.pos(v);
+    b.at = b.vector + 4;
+    b.size = v->size();
+  }
+  const auto offset = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
+  if (offset > 1) {
+    const auto size = in.scalar<std::uint64_t>(t, kBufferOffset + 1, 0, "size");
+    if (offset > file_size || size > file_size - offset) in.fail(at, "buffer outside the file");
+    b.offset_field = at + t->GetOptionalFieldOffset(field(kBufferOffset));
+    b.at = static_cast<std::size_t>(offset);
+    b.size = static_cast<std::size_t>(size);
+  }
+  return b;
+}
+
+RewriteLayout readRewriteLayout(std::string_view bytes, const std::string& name) {
+  const std::vector<std::uint64_t> aligned = alignedCopy(bytes);
+  const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
+  Original in(data, std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1), name);
+  const fb::Table* model = in.root();
+  RewriteLayout l;
+  l.has_version = model->GetOptionalFieldOffset(field(kVersion)) != 0;
+  l.version = in.scalar<std::uint32_t>(model, kVersion, 0, "version");
+  for (int id = 1; id < kModelFields; ++id) l.target[id] = in.target(model, id, "Model field");
+  if (const auto* bufs = in.tables(model, kBuffers, "buffers"))
+    for (fb::uoffset_t i = 0; i < bufs->size(); ++i)
+      l.buffers.push_back(readBuffer(in, in.element(bufs, i, "buffer"), bytes.size()));
+  if (const auto* meta = in.tables(model, kMetadata, "metadata"))
+    for (fb::uoffset_t i = 0; i < meta->size(); ++i) {
+      const fb::Table* t = in.at(in.element(meta, i, "metadata"));
+      l.metadata.emplace_back(std::string(in.string(t, kMetadataName, "name")),
+                              in.scalar<std::uint32_t>(t, kMetadataBuffer, 0, "buffer"));
+      if (l.metadata.back().first == kPlanName) l.plan_buffer = l.metadata.back().second;
+    }
+  return l;
+}
+
+// Whether the original's plan vector was its own (planBytesExclusive).
+bool oldPlanExclusive(std::string_view bytes, const std::string& name, const RewriteLayout::Buf& plan) {
+  const std::vector<std::uint64_t> aligned = alignedCopy(bytes);
+  const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
+  const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  Original in(data, fb_size, name);
+  const fb::Table* model = in.root();
+  std::size_t target[kModelFields] = {};
+  for (int id = 1; id < kModelFields; ++id) target[id] = in.target(model, id, "Model field");
+  return planBytesExclusive(in, data, fb_size, model, target, plan.table, ByteRange{plan.vector, plan.at + plan.size});
+}
+
+[[noreturn]] void rewriteFailed(const std::string& source, const std::string& what) {
+  throw PlanError(fmt::format("{}: the rewritten model differs beyond its plan: {}; nothing written",
+                              source, what));
+}
+
+// The plan the written file carries: [version, subgraphs, n, offsets...].
+void checkPlanWords(std::string_view written, const RewriteLayout& w, std::int32_t subgraphs,
+                    const std::vector<std::int32_t>& offsets, const std::string& source) {
+  if (!w.plan_buffer || *w.plan_buffer >= w.buffers.size()) rewriteFailed(source, "it has no offline plan");
+  const RewriteLayout::Buf& b = w.buffers[*w.plan_buffer];
+  std::vector<std::int32_t> want = {kPlanVersion, subgraphs, static_cast<std::int32_t>(offsets.size())};
+  want.insert(want.end(), offsets.begin(), offsets.end());
+  bool same = b.size == 4 * want.size();
+  for (std::size_t k = 0; same && k < want.size(); ++k) {
+    std::int32_t v;
+    std::memcpy(&v, written.data() + b.at + 4 * k, 4);
+    same = fb::EndianScalar(v) == want[k];
+  }
+  if (!same) rewriteFailed(source, "the offline plan read back is not the plan given");
+}
+
+// Every buffer but the plan's holds the same bytes; every metadata entry but
+// the plan's is the same, in the same order.
+void checkBuffersAndMetadata(std::string_view original, std::string_view written,
+                             const RewriteLayout& o, const RewriteLayout& w, const std::string& source) {
+  const std::size_t plan = *w.plan_buffer;
+  if (w.buffers.size() < o.buffers.size() || w.buffers.size() > std::max(o.buffers.size(), plan + 1))
+    rewriteFailed(source, fmt::format("{} buffers became {}", o.buffers.size(), w.buffers.size()));
+  for (std::size_t i = 0; i < w.buffers.size(); ++i) {
+    if (i == plan) continue;
+    const bool had = i < o.buffers.size();
+    const std::string_view before = had ? original.substr(o.buffers[i].at, o.buffers[i].size) : "";
+    if (written.substr(w.buffers[i].at, w.buffers[i].size) != before ||
+        (had && (o.buffers[i].offset_field != 0) != (w.buffers[i].offset_field != 0)))
+      rewriteFailed(source, fmt::format("buffer {} (weights or constants) changed", i));
+  }
+  std::vector<std::pair<std::string, std::uint32_t>> kept[2];
+  for (int k = 0; k < 2; ++k)
+    for (const auto& entry : (k == 0 ? o : w).metadata)
+      if (entry.first != kPlanName) kept[k].push_back(entry);
+  if (kept[0] != kept[1]) rewriteFailed(source, "a metadata entry other than the plan changed");
+}
+
+// The original flatbuffer follows the new head (or is the file, rewritten in
+// place): the same bytes where the Model's other fields (operator codes,
+// subgraphs and their operators, description, metadata_buffer, signature
+// defs) point, except the old plan's bytes when they were its own and the
+// offsets of buffers stored outside the flatbuffer, moved with it.
+void checkOriginalKept(std::string_view original, std::string_view written, const RewriteLayout& o,
+                       const RewriteLayout& w, const std::vector<ByteRange>& may_change,
+                       const std::string& source) {
+  if (written.size() < original.size()) rewriteFailed(source, "the file shrank");
+  const std::size_t base = written.size() - original.size();
+  if (o.has_version != w.has_version || o.version != w.version) rewriteFailed(source, "the Model version changed");
+  for (int id = 1; id < kModelFields; ++id) {
+    if (id == kBuffers || id == kMetadata) continue;
+    if ((o.target[id] == 0) != (w.target[id] == 0) || (o.target[id] && w.target[id] != base + o.target[id]))
+      rewriteFailed(source, fmt::format("Model field {} points elsewhere", id));
+  }
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < original.size(); ++i) {
+    if (original[i] == written[base + i]) continue;
+    while (k < may_change.size() && may_change[k].hi <= i) ++k;
+    if (k == may_change.size() || i < may_change[k].lo)
+      rewriteFailed(source, fmt::format("byte {} of the original (now {}) changed", i, base + i));
+  }
+}
+
 }  // namespace
 
 std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& source_name,
@@ -185,8 +431,7 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
   if (offsets.size() != index.total)
     throw InputError(fmt::format("{}: {} offline offsets for {} tensors", source_name,
                                  offsets.size(), index.total));
-  std::vector<std::uint64_t> aligned((bytes.size() + 7) / 8);
-  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  const std::vector<std::uint64_t> aligned = alignedCopy(bytes);
   const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
   const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   Original in(data, fb_size, source_name);
@@ -257,7 +502,9 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
     const std::size_t vec = in.target(t, 0, "data");
     const auto external = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
     if (vec != 0 && external <= 1 && vec + 4 + plan_bytes <= fb_size &&
-        fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes) {
+        fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes &&
+        planBytesExclusive(in, data, fb_size, model, old_target, buffer_tables[plan_buffer],
+                           ByteRange{vec, vec + 4 + plan_bytes})) {
       std::string out(bytes);
       std::size_t at = vec + 4;
       const auto put = [&](std::int32_t v) {
@@ -271,6 +518,7 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
       put(static_cast<std::int32_t>(offsets.size()));
       for (std::int32_t o : offsets) put(o);
       importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
+      checkTfliteRewrite(bytes, out, source_name, offsets);
       return out;
     }
   }
@@ -345,9 +593,36 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
     const std::uint64_t moved = fb::EndianScalar(offset + shift);
     std::memcpy(out.data() + base + p + t->GetOptionalFieldOffset(field(kBufferOffset)), &moved, 8);
   }
-  // What was written reads back (the importer verifies every part it reads).
+  // What was written reads back (the importer verifies every part it reads)
+  // and differs from the original in its plan alone.
   importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
+  checkTfliteRewrite(bytes, out, source_name, offsets);
   return out;
+}
+
+}  // namespace memplan
+
+namespace memplan {
+
+void checkTfliteRewrite(std::string_view original, std::string_view written, const std::string& source_name,
+                        const std::vector<std::int32_t>& offsets) {
+  const RewriteLayout o = readRewriteLayout(original, source_name);
+  const RewriteLayout w = readRewriteLayout(written, source_name + " (rewritten)");
+  const std::int32_t subgraphs =
+      o.target[kSubgraphs] ? static_cast<std::int32_t>(wordAt(original, o.target[kSubgraphs])) : 0;
+  checkPlanWords(written, w, subgraphs, offsets, source_name);
+  checkBuffersAndMetadata(original, written, o, w, source_name);
+  // What may differ in the copy of the original: the old plan's vector when
+  // it is still the plan's and its own, external buffers' offsets.
+  std::vector<ByteRange> may_change;
+  if (o.plan_buffer && *o.plan_buffer < o.buffers.size() && *o.plan_buffer == *w.plan_buffer &&
+      written.size() == original.size() && o.buffers[*o.plan_buffer].vector != 0 &&
+      oldPlanExclusive(original, source_name, o.buffers[*o.plan_buffer]))
+    may_change.push_back({o.buffers[*o.plan_buffer].vector, o.buffers[*o.plan_buffer].at + o.buffers[*o.plan_buffer].size});
+  for (const RewriteLayout::Buf& b : o.buffers)
+    if (b.offset_field != 0) may_change.push_back({b.offset_field, b.offset_field + 8});
+  std::sort(may_change.begin(), may_change.end(), [](const ByteRange& a, const ByteRange& b) { return a.lo < b.lo; });
+  checkOriginalKept(original, written, o, w, may_change, source_name);
 }
 
 }  // namespace memplan

@@ -70,6 +70,20 @@ std::string cliFlagsInPythonTerms(const std::string& message) {
   return out;
 }
 
+// The plan a written .tflite carries, read back as `memplan verify` reads
+// it, passes the same check (writeTfliteOfflinePlan has already compared
+// the bytes): a plan memplan writes never fails its own verify.
+void checkWrittenTflitePlan(const Input& input, const std::string& written, const Plan& plan) {
+  ImportOptions options = input.import_options;
+  options.ignore_offline_plan = false;
+  const std::string name = input.source.name + " (rewritten)";
+  const Input back = readInput(std::string_view(written), name, options);
+  const VerifyResult verdict = verifyCarriedPlan(back, carriedPlan(back, plan.options.allow_pinned_overlap));
+  if (!verdict.ok())
+    throw PlanError(fmt::format("{}: the offline plan read back does not verify: {}; nothing written",
+                                input.source.name, verdict.violations.front().message));
+}
+
 }  // namespace
 
 Plan carriedPlan(const Input& input, bool allow_pinned_overlap) {
@@ -147,7 +161,9 @@ std::vector<std::string> writeTflite(const std::filesystem::path& path, const Pl
     throw InputError(fmt::format("writeTflite: {} is not a .tflite model", input.source.name));
   const TfliteTensorIndex index = tfliteTensorIndex(*input.bytes, input.source.name);
   const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*m, plan, index);
-  writeFileAtomic(path, writeTfliteOfflinePlan(*input.bytes, input.source.name, offsets));
+  const std::string written = writeTfliteOfflinePlan(*input.bytes, input.source.name, offsets);
+  checkWrittenTflitePlan(input, written, plan);
+  writeFileAtomic(path, written);
   if (m->graphs.size() < 2) return {};
   return {fmt::format("{}: the offline plan lists every subgraph's tensors, concatenated, as TFLite "
                       "Micro documents; its allocator (micro_allocation_info.cc) reads each "
@@ -160,6 +176,13 @@ void writePte(const std::filesystem::path& path, const Plan& plan, const Input& 
   const PteProgram* program = input.pte();
   if (!program)
     throw InputError(fmt::format("writePte: {} is not an ExecuTorch program (.pte)", input.source.name));
+  // writePte reads its result back and checks that the plan read back is
+  // this one; this one must pass `memplan verify` (the Python exporter may
+  // be handed ExecuTorch's unsafe plan, which the CLI never writes).
+  const VerifyResult verdict = verifyPte(*program, plan);
+  if (!verdict.ok())
+    throw PlanError(fmt::format("{}: the plan does not verify: {}; nothing written", input.source.name,
+                                verdict.violations.front().message));
   writeFileAtomic(path, writePte(*program, plan));
 }
 

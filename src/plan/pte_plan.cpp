@@ -9,7 +9,8 @@
 //     then they are put back at their offsets.
 //  2. Each pool is compared with the file's: unless the algorithm is
 //     ExecuTorch-exact, a pool memplan cannot make smaller keeps the file's
-//     placement, when that placement is safe under memplan's lifetimes.
+//     placement, when that placement is safe under memplan's lifetimes and
+//     aligned as the plan says (what `verify` of the written plan checks).
 //  3. Buffer sizes: one per memory id of the file's list; pools memplan
 //     does not plan keep their size; planned tensors no instruction uses go
 //     to offset 0 (when their file offset does not fit), so a pool holds at
@@ -26,20 +27,28 @@
 namespace memplan {
 namespace {
 
-// Which pools of the file's placement are safe: each pool's specs and
-// allocations, on their own, through the verifier (O(n log n) in all).
-std::set<MemId> safePools(const GraphPlan& original) {
+// Which pools of the file's placement may be kept: each pool's specs and
+// allocations, on their own, through the verifier (O(n log n) in all), with
+// the specs' own alignment -- the planning alignment or more. The written
+// plan records that alignment and `verify`/`replay` of the plan file check
+// it, so a placement that is only safe byte for byte (a file planned at
+// alignment 1, offsets such as 4) would pass here and fail there; it is
+// planned again instead. (Recording alignment 1 in the plan would keep it,
+// but would also relax every other pool's check and the report's lower
+// bounds, which are computed at the planning alignment.)
+std::set<MemId> keepablePools(const GraphPlan& original, const GraphSpecs& specs) {
   std::map<MemId, std::vector<const Allocation*>> by_pool;
   for (const Allocation& a : original.allocations) by_pool[a.mem_id].push_back(&a);
   PlanOptions options;
-  options.alignment = 1;
-  std::set<MemId> safe;
+  options.alignment = 1;  // each spec carries its alignment
+  std::set<MemId> keep;
   for (const auto& [m, list] : by_pool) {
     GraphPlan one;
     one.graph = original.graph;
     one.bufsizes = original.bufsizes;
     for (const Allocation* a : list) {
       Spec s = original.specs.specs[static_cast<std::size_t>(a->spec)];
+      s.alignment = specs.specs[static_cast<std::size_t>(a->spec)].alignment;
       s.id = static_cast<SpecId>(one.specs.specs.size());
       s.inplace_base = kNone;
       one.allocations.push_back({s.id, a->mem_id, a->mem_obj_id, a->offset, a->size});
@@ -47,9 +56,18 @@ std::set<MemId> safePools(const GraphPlan& original) {
     }
     for (const PoolInfo& pool : original.pools)
       if (pool.mem_id == m) one.pools.push_back(pool);
-    if (verifyGraphPlan(one, options, 1).ok()) safe.insert(m);
+    if (verifyGraphPlan(one, options, 1).ok()) keep.insert(m);
   }
-  return safe;
+  return keep;
+}
+
+// The lower bound a kept pool of the file is reported with. `lower_bound`
+// was computed with sizes rounded up to the alignment, but the file gives
+// its last tensor only its own bytes, so an aligned file placement may end
+// below it; then the bound of the exact bytes (`exact_bound`, the live bytes
+// at the peak) is the one that holds, never a bound the arena is below.
+Bytes keptPoolBound(Bytes lower_bound, Bytes exact_bound, Bytes file_size) {
+  return file_size < lower_bound ? std::min(exact_bound, file_size) : lower_bound;
 }
 
 // Tensors of method `g`: stored method by method.
@@ -61,7 +79,7 @@ std::pair<std::size_t, std::size_t> methodTensors(const PteProgram& p, GraphId g
 }
 
 GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
-                     const AlgorithmInfo& info, const GraphPlan& original) {
+                     const AlgorithmInfo& info, const GraphPlan& original, const GraphPlan& exact) {
   const PteMethod& method = p.methods[static_cast<std::size_t>(g)];
   const GraphSpecs specs = collectSpecs(p.model, g, request.options);
   const std::size_t nbuf = method.buffer_sizes.size();
@@ -125,24 +143,27 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
 
   // 2. Keep the file's placement where memplan does not do better.
   if (!info.executorch_exact) {
-    const std::set<MemId> safe = safePools(original);
+    const std::set<MemId> keep = keepablePools(original, gp.specs);
     std::map<MemId, std::vector<Allocation*>> by_pool;
     for (Allocation& a : gp.allocations) by_pool[a.mem_id].push_back(&a);
     for (PoolInfo& pool : gp.pools) {
       const auto m = static_cast<std::size_t>(pool.mem_id);
       const Bytes file_size = method.buffer_sizes[m];
-      if (gp.bufsizes[m] < file_size || !safe.count(pool.mem_id)) continue;
+      if (gp.bufsizes[m] < file_size || !keep.count(pool.mem_id)) continue;
       for (Allocation* ap : by_pool[pool.mem_id]) {
         Allocation& a = *ap;
         const Allocation* o = original.find(a.spec);
         a.offset = o->offset;
         a.size = o->size;
         a.mem_obj_id = 0;
-        gp.specs.specs[static_cast<std::size_t>(a.spec)].alignment = 1;  // as the file has it
       }
+      Bytes exact_bound = 0;
+      for (const PoolInfo& e : exact.pools)
+        if (e.mem_id == pool.mem_id) exact_bound = e.lower_bound;
       gp.bufsizes[m] = file_size;
       pool.size = file_size;
       pool.algorithm = "original";
+      pool.lower_bound = keptPoolBound(pool.lower_bound, exact_bound, file_size);
       pool.proven_optimal = file_size <= pool.lower_bound;
     }
   }
@@ -188,6 +209,10 @@ Plan planPte(const PteProgram& p, const PlanRequest& request) {
       {"alloc_mutable_buffers", !o.alloc_mutable_buffers},
       {"per_device", o.per_device},
       {"spill_order", !o.spill_order.empty()},
+      // ExecuTorch's share_mutable_buffers moves state to memory id 2; a
+      // program's state already has its memory ids and offsets, which every
+      // method sharing it keeps (pinned below).
+      {"share_mutable_buffers", o.share_mutable_buffers},
   };
   for (const auto& [field, set] : fixed)
     if (set)
@@ -198,13 +223,15 @@ Plan planPte(const PteProgram& p, const PlanRequest& request) {
   if (r.algorithm.empty()) r.algorithm = "auto";
   r.options.alignment = planningAlignment(o);
   const Plan original = embeddedPlan(p, r.options.alignment);
+  const Plan exact = embeddedPlan(p, 1);  // lower bounds of the exact bytes
   // Every method is an entry graph; shared state keeps its offsets (pins).
   walk::Walk methods;
   methods.place_shared_state = false;
   for (GraphId g = 0; g < static_cast<GraphId>(p.methods.size()); ++g)
     methods.entries.push_back({p.methods[static_cast<std::size_t>(g)].name, g});
   const walk::GraphStep step = [&](GraphId g, const PlanRequest& req, const std::vector<Bytes>&) {
-    return planMethod(p, g, req, *info, original.graphs[static_cast<std::size_t>(g)]);
+    const auto m = static_cast<std::size_t>(g);
+    return planMethod(p, g, req, *info, original.graphs[m], exact.graphs[m]);
   };
   return walk::planWalk(p.model, r, methods, step);
 }
