@@ -146,10 +146,11 @@ class Auto : public Algorithm {
       auto exactSearch = [&] {
         exact::ExactParams ep;
         ep.node_limit = budget(p_.exact_node_limit);
+        ep.step_limit = budget(p_.exact_step_limit);
         if (watch.limited()) ep.time_limit_seconds = watch.remaining();
         ep.stop = params.stop;
         const exact::ExactResult r = exact::minimizeHeight(mp, best.offsets, target, ep);
-        work += r.nodes;
+        work += r.steps;
         bool gained = false;
         if (r.found && r.height < best.height && pool::checkPlacement(mp, r.offsets).empty())
           gained = best.offer(r.height, r.offsets, "exact");

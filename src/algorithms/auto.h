@@ -78,8 +78,16 @@ struct AutoParams {
   std::uint64_t local_search_min_passes = 8;
   std::uint64_t local_search_max_work = 100'000'000;
   std::size_t local_search_max_buffers = 50'000;
-  // Stage 4: search nodes per call.
+  // Stage 4: search nodes and search steps per call (a step is one item,
+  // section or neighbour read, 2-3 ns; exact_search.h). A node's cost
+  // grows with the lifetimes it overlaps: on MiniMalloc's challenging
+  // lists a node is about 3,600 steps, on a 2,000-row list where every
+  // buffer overlaps the 999 before and after it about 8 million (issue 27:
+  // 44 s of CPU for 2,000 nodes). The step limit bounds a call at about
+  // 2 s of CPU whatever the pool; the challenging lists D and J, the only
+  // ones that spend a whole call, keep their heights down to 600 M steps.
   std::uint64_t exact_node_limit = 500'000;
+  std::uint64_t exact_step_limit = 800'000'000;
   // Stage 5: base + per buffer, capped (placer work units), in rounds.
   std::uint64_t anytime_rounds = 2;
   std::uint64_t anytime_base_work = 4'000'000;
