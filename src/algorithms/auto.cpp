@@ -143,10 +143,10 @@ class Auto : public Algorithm {
       }
 
       // 4. Exact search.
-      auto exactSearch = [&] {
+      auto exactSearch = [&](std::uint64_t steps) {
         exact::ExactParams ep;
         ep.node_limit = budget(p_.exact_node_limit);
-        ep.step_limit = budget(p_.exact_step_limit);
+        ep.step_limit = std::max<std::uint64_t>(1, budget(steps));
         if (watch.limited()) ep.time_limit_seconds = watch.remaining();
         ep.stop = params.stop;
         const exact::ExactResult r = exact::minimizeHeight(mp, best.offsets, target, ep);
@@ -160,7 +160,7 @@ class Auto : public Algorithm {
         return gained;
       };
       if (p_.exact_search && effort > 0 && open()) {
-        exactSearch();
+        exactSearch(p_.exact_step_limit);
         record("exact");
       }
 
@@ -177,7 +177,7 @@ class Auto : public Algorithm {
           gained = localSearch(budget(more / rounds), params.seed + k) || gained;
         record("local search");
         if (gained && p_.exact_search && open()) {
-          exactSearch();
+          exactSearch(p_.anytime_exact_step_limit);
           record("exact");
         }
       }

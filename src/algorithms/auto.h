@@ -37,10 +37,11 @@
 //    a buffer reads, so it grows faster on lists whose live set grows
 //    with n (issue 27's stairs: 56 M units at 2,000 rows).
 //  - stage 3: min(100 M, max(2 M + 2,000 n, 8 passes));
-//  - stage 4: at most two calls of 500,000 nodes and 800 M steps each;
+//  - stage 4: one call of 500,000 nodes and 800 M steps (stage 5 may
+//    call it again: 500,000 nodes and 200 M steps);
 //  - stage 5: min(400 M, 4 M + 6,000 n).
 // So apart from the passes the budget grows linearly in n up to a cap of
-// 2.1 G units (about 6 s) whatever the pool; issue 27's lists of up to
+// 1.5 G units (about 4 s) whatever the pool; issue 27's lists of up to
 // 8,000 rows (under 100 KB as CSV: stairs, random intervals) plan in
 // 1-4 s of CPU (docs/benchmarks.md). The optional
 // time limit and stop flag (AlgorithmParams) only cut later stages short:
@@ -103,6 +104,11 @@ struct AutoParams {
   // ones that spend a whole call, keep their heights down to 600 M steps.
   std::uint64_t exact_node_limit = 500'000;
   std::uint64_t exact_step_limit = 800'000'000;
+  // Stage 5's exact search, after a round of local search gained, starts
+  // near the height stage 4 left and gets a quarter of the steps (no
+  // pinned list changes: of them only S_1 gets there, and its window is
+  // left alone).
+  std::uint64_t anytime_exact_step_limit = 200'000'000;
   // Stage 5: base + per buffer, capped (placer work units), in rounds.
   std::uint64_t anytime_rounds = 2;
   std::uint64_t anytime_base_work = 4'000'000;
