@@ -66,8 +66,9 @@
 // over the capacities just below the incumbent with small budgets that
 // double every round (near the optimum the search time jumps from one
 // capacity to the next: trying several beats hammering one). Anytime:
-// never above the incumbent. Effort is counted in search nodes, never in time (an optional
-// wall-clock cap may cut it shorter, non-deterministically).
+// never above the incumbent. Effort is counted in search nodes and steps
+// (ExactParams::step_limit; a probe gets the same share of both), never in
+// time (an optional wall-clock cap may cut it shorter, non-deterministically).
 //
 // Pools larger than window_threshold are searched around their peak: the
 // buffers nearest in time to the highest ones are re-placed, their
