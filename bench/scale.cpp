@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
       seed = std::stoull(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: scale [--kinds sparse,dense,dense10k,stairs,stairs200,random] [--sizes a,b] "
+                   "usage: scale [--kinds sparse,dense,dense10k,stairs,stairs200,random] "
+                   "[--sizes a,b] "
                    "[--algorithms x,y] [--seed S]\n");
       return 2;
     }
