@@ -1,12 +1,15 @@
 // Planning at scale: synthetic lists of 10k to 1M buffers (bench/synthetic.h).
 // Kinds: "sparse" (logUniform: sizes 64 B..1 MiB, lengths 1..1000 steps,
 // ~145 live at once), "dense" (dense: ~1,600 live, sizes 16 B..16 MiB,
-// short and long lifetimes, like training traces) and "dense10k" (~10,000
-// live). Prints a markdown table: per kind, size and algorithm the height
+// short and long lifetimes, like training traces), "dense10k" (~10,000
+// live), and issue 27's small hostile lists: "stairs" (buffer i lives
+// [i, i + n/2)), "stairs200" (width 200) and "random" (random intervals,
+// ~n/8 live). Prints a markdown table: per kind, size and algorithm the height
 // against the lower bound, wall and CPU seconds and peak RSS, then the
 // growth exponent of each algorithm's CPU time between consecutive sizes.
 //
-//   scale [--kinds sparse,dense,dense10k] [--sizes 10000,100000,1000000]
+//   scale [--kinds sparse,dense,dense10k,stairs,stairs200,random]
+//         [--sizes 10000,100000,1000000]
 //         [--algorithms auto,best_fit,...] [--seed S]
 //
 // Every (size, algorithm) runs in its own child process, so the peak RSS is
@@ -36,6 +39,7 @@ using namespace memplan;
 struct Row {
   Bytes lb = 0, height = 0;
   std::size_t live = 0;
+  std::uint64_t work = 0;
   double wall = 0, cpu = 0, rss_mb = 0;
   bool valid = false;
 };
@@ -50,6 +54,9 @@ double cpuSeconds() {
 PoolProblem makeList(const std::string& kind, std::size_t n, std::uint64_t seed) {
   if (kind == "dense") return bench::dense(n, 1600, seed);
   if (kind == "dense10k") return bench::dense(n, 10000, seed);
+  if (kind == "stairs") return bench::stairs(n, n / 2);
+  if (kind == "stairs200") return bench::stairs(n, 200);
+  if (kind == "random") return bench::randomIntervals(n, seed);
   return bench::logUniform(n, seed);
 }
 
@@ -85,6 +92,7 @@ Row runChild(const std::string& kind, std::size_t n, const std::string& algorith
       r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       r.cpu = cpuSeconds() - c0;
       r.height = s.size;
+      r.work = s.work;
       r.valid = algo->info().executorch_exact || pool::checkPlacement(p, s.offsets).empty();
     }
     rusage u{};
@@ -131,14 +139,15 @@ int main(int argc, char** argv) {
       seed = std::stoull(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: scale [--kinds sparse,dense,dense10k] [--sizes a,b] "
+                   "usage: scale [--kinds sparse,dense,dense10k,stairs,stairs200,random] "
+                   "[--sizes a,b] "
                    "[--algorithms x,y] [--seed S]\n");
       return 2;
     }
   }
-  fmt::print("| list | buffers | most live | LB | algorithm | height | / LB | wall s | cpu s | "
-             "peak RSS MB |\n");
-  fmt::print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  fmt::print("| list | buffers | most live | LB | algorithm | height | / LB | work units | wall s | "
+             "cpu s | peak RSS MB |\n");
+  fmt::print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   std::map<std::string, std::vector<std::pair<std::size_t, double>>> cpu;
   int bad = 0;
   for (const auto& kind : kinds) {
@@ -146,10 +155,10 @@ int main(int argc, char** argv) {
       for (const auto& a : algos) {
         const Row r = runChild(kind, n, a, seed);
         if (!r.valid) ++bad;
-        fmt::print("| {} | {} | {} | {} | {} | {}{} | {:.4f} | {:.3f} | {:.3f} | {:.0f} |\n", kind,
-                   n, r.live, r.lb, a, r.height, r.valid ? "" : " INVALID",
-                   r.lb ? static_cast<double>(r.height) / static_cast<double>(r.lb) : 0.0, r.wall,
-                   r.cpu, r.rss_mb);
+        fmt::print("| {} | {} | {} | {} | {} | {}{} | {:.4f} | {} | {:.3f} | {:.3f} | {:.0f} |\n",
+                   kind, n, r.live, r.lb, a, r.height, r.valid ? "" : " INVALID",
+                   r.lb ? static_cast<double>(r.height) / static_cast<double>(r.lb) : 0.0, r.work,
+                   r.wall, r.cpu, r.rss_mb);
         std::fflush(stdout);
         cpu[kind + " " + a].emplace_back(n, r.cpu);
       }

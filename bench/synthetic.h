@@ -66,6 +66,34 @@ inline PoolProblem logUniform(std::size_t n, std::uint64_t seed) {
   return p;
 }
 
+// Stairs (issue 27's hostile input): buffer i lives [i, i + width), its
+// size 1 + (i * 7919) mod 100003 bytes, alignment 1, as MiniMalloc CSV
+// rows would give it. Every buffer overlaps the width - 1 before it and
+// after it: long, densely overlapping lifetimes.
+inline PoolProblem stairs(std::size_t n, std::size_t width) {
+  PoolProblem p;
+  p.buffers.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    addBuffer(p, static_cast<TimeValue>(i), static_cast<TimeValue>(i + width),
+              1 + (i * 7919) % 100003, 1);
+  return p;
+}
+
+// Random intervals: starts uniform in [0, n), lengths uniform in
+// 1..n/4 + 1 steps, sizes uniform in 1..100,000 bytes, alignment 1. About
+// n/8 buffers live at once: the live set grows with the list.
+inline PoolProblem randomIntervals(std::size_t n, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto start = static_cast<TimeValue>(rng.below(n));
+    const auto len = static_cast<TimeValue>(1 + rng.below(n / 4 + 1));
+    addBuffer(p, start, start + len, 1 + rng.below(100'000), 1);
+  }
+  return p;
+}
+
 // Dense lists, like training-memory traces: n buffers, two starting per
 // step, about `live` of them alive at any step whatever n is. Lifetimes
 // are mixed: 60% short temporaries (1-8 steps), 40% log-uniform in

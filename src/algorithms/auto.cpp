@@ -143,13 +143,14 @@ class Auto : public Algorithm {
       }
 
       // 4. Exact search.
-      auto exactSearch = [&] {
+      auto exactSearch = [&](std::uint64_t steps) {
         exact::ExactParams ep;
         ep.node_limit = budget(p_.exact_node_limit);
+        ep.step_limit = std::max<std::uint64_t>(1, budget(steps));
         if (watch.limited()) ep.time_limit_seconds = watch.remaining();
         ep.stop = params.stop;
         const exact::ExactResult r = exact::minimizeHeight(mp, best.offsets, target, ep);
-        work += r.nodes;
+        work += r.steps;
         bool gained = false;
         if (r.found && r.height < best.height && pool::checkPlacement(mp, r.offsets).empty())
           gained = best.offer(r.height, r.offsets, "exact");
@@ -159,7 +160,7 @@ class Auto : public Algorithm {
         return gained;
       };
       if (p_.exact_search && effort > 0 && open()) {
-        exactSearch();
+        exactSearch(p_.exact_step_limit);
         record("exact");
       }
 
@@ -176,7 +177,7 @@ class Auto : public Algorithm {
           gained = localSearch(budget(more / rounds), params.seed + k) || gained;
         record("local search");
         if (gained && p_.exact_search && open()) {
-          exactSearch();
+          exactSearch(p_.anytime_exact_step_limit);
           record("exact");
         }
       }

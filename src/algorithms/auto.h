@@ -19,7 +19,7 @@
 //     "local_search" algorithm, run the same way, so auto is never larger
 //     than it either.
 //  4. Exact search from the best placement toward the lower bound
-//     (exact_search.h), within a node budget; it may prove the height
+//     (exact_search.h), within a node and a step budget; it may prove the height
 //     optimal or raise the proven lower bound. Large pools search a window
 //     of buffers around the peak (ExactParams::window_threshold).
 //  5. Anytime: while the plan is still above the tolerance, rounds of
@@ -27,7 +27,23 @@
 //     within a budget that grows with the pool, then exact search again if
 //     they gained.
 // Budgets are work counters scaled by AlgorithmParams::effort, so the same
-// input gives the same plan on any machine under any load. The optional
+// input gives the same plan on any machine under any load. What they
+// allow at effort 1 on a pool of n buffers (work units: placer runs and
+// entries, exact-search steps; 2-15 ns each):
+//  - stages 1 and 2: whole passes: first fit, best fit and ExecuTorch's
+//    greedy, then the ten other passes on pools up to
+//    portfolio_full_max_buffers (above, what fits in portfolio_work). A
+//    pass is O(n log n) on model-like lists; its work is n times the runs
+//    a buffer reads, so it grows faster on lists whose live set grows
+//    with n (issue 27's stairs: 56 M units at 2,000 rows).
+//  - stage 3: min(100 M, max(2 M + 2,000 n, 8 passes));
+//  - stage 4: one call of 500,000 nodes and 800 M steps (stage 5 may
+//    call it again: 500,000 nodes and 200 M steps);
+//  - stage 5: min(400 M, 4 M + 6,000 n).
+// So apart from the passes the budget grows linearly in n up to a cap of
+// 1.5 G units (about 4 s) whatever the pool; issue 27's lists of up to
+// 8,000 rows (under 100 KB as CSV: stairs, random intervals) plan in
+// 1-4 s of CPU (docs/benchmarks.md). The optional
 // time limit and stop flag (AlgorithmParams) only cut later stages short:
 // stage 1's first fit always completes, and more time never gives a larger
 // plan. The solution lists what each stage reached (PoolSolution::stages).
@@ -78,8 +94,21 @@ struct AutoParams {
   std::uint64_t local_search_min_passes = 8;
   std::uint64_t local_search_max_work = 100'000'000;
   std::size_t local_search_max_buffers = 50'000;
-  // Stage 4: search nodes per call.
+  // Stage 4: search nodes and search steps per call (a step is one item,
+  // section or neighbour read, 2-3 ns; exact_search.h). A node's cost
+  // grows with the lifetimes it overlaps: on MiniMalloc's challenging
+  // lists a node is about 3,600 steps, on a 2,000-row list where every
+  // buffer overlaps the 999 before and after it about 8 million (issue 27:
+  // 44 s of CPU for 2,000 nodes). The step limit bounds a call at about
+  // 2 s of CPU whatever the pool; the challenging lists D and J, the only
+  // ones that spend a whole call, keep their heights down to 600 M steps.
   std::uint64_t exact_node_limit = 500'000;
+  std::uint64_t exact_step_limit = 800'000'000;
+  // Stage 5's exact search, after a round of local search gained, starts
+  // near the height stage 4 left and gets a quarter of the steps (no
+  // pinned list changes: of them only S_1 gets there, and its window is
+  // left alone).
+  std::uint64_t anytime_exact_step_limit = 200'000'000;
   // Stage 5: base + per buffer, capped (placer work units), in rounds.
   std::uint64_t anytime_rounds = 2;
   std::uint64_t anytime_base_work = 4'000'000;

@@ -210,6 +210,7 @@ class Searcher {
             sec_items_[fill[s]++] = i;
           }
       }
+      item_slot_begin_.push_back(static_cast<std::int32_t>(slot_.size()));
     }
     // Pairs sharing time (sweep over hulls), with their clearances.
     std::vector<std::vector<Adj>> adj(m);
@@ -283,14 +284,22 @@ class Searcher {
     off_.assign(m, kUnplaced);
     sol_.assign(m, 0);
     sec_stamp_.assign(num_sections_, 0);
+    step_limit_ = p_.step_limit ? p_.step_limit : ~std::uint64_t{0};
+    steps_ = static_cast<std::uint64_t>(m) + sec_items_.size() + adj_.size();
   }
 
   bool complete() const { return complete_; }
   std::uint64_t nodes() const { return nodes_; }
+  std::uint64_t steps() const { return steps_; }
+  // The step limit has ended the search: no probe can go on.
+  bool outOfSteps() const { return steps_ >= step_limit_; }
 
-  // Decision at capacity C within `budget` nodes (and the deadline, if
-  // any). kNotFound is a proof only when complete().
-  Status solve(Bytes capacity, std::uint64_t budget, const Clock::time_point* deadline) {
+  // Decision at capacity C within `budget` nodes and `steps` steps (and
+  // the step limit and the deadline, if any). kNotFound is a proof only
+  // when complete().
+  Status solve(Bytes capacity, std::uint64_t budget, std::uint64_t steps,
+               const Clock::time_point* deadline) {
+    step_end_ = steps_ + std::min(steps, step_limit_ - std::min(step_limit_, steps_));
     capacity_ = capacity;
     deadline_ = deadline;
     timed_out_ = false;
@@ -305,6 +314,7 @@ class Searcher {
       if (pin_[i] != kUnplaced && (pin_[i] < base_ || pin_[i] % align_[i] != 0))
         return Status::kNotFound;
     }
+    steps_ += static_cast<std::uint64_t>(m) + static_cast<std::uint64_t>(num_sections_);
     total_ = total0_;
     tree_.reset(total0_);
     sec_unplaced_.resize(num_sections_);
@@ -341,13 +351,14 @@ class Searcher {
         Status st = Status::kFound;
         for (std::size_t c = 0; c + 1 < cuts.size() && st == Status::kFound; ++c) {
           const std::size_t ib = items_.size();
+          steps_ += static_cast<std::uint64_t>(m);
           for (Idx i = 0; i < m; ++i)
             if (sl_[i] >= cuts[c] && sr_[i] <= cuts[c + 1]) items_.push_back(i);
           if (items_.size() > ib) st = subSolve(cuts[c], cuts[c + 1], ib);
           items_.resize(ib);
         }
         budget -= std::min(budget, nodes_ - before);
-        if (st != Status::kAborted || timed_out_) return st;
+        if (st != Status::kAborted || timed_out_ || steps_ >= step_end_) return st;
         if (!p_.restarts) return st;
       }
     }
@@ -376,16 +387,18 @@ class Searcher {
   // The lowest offset an unplaced item of section s can take; stops early
   // (returning it) once one is at or below `enough`. A section's list
   // keeps its unplaced items first (sec_unplaced_ of them).
-  Offset lowestIn(SectionIdx s, Offset enough = 0) const {
+  Offset lowestIn(SectionIdx s, Offset enough = 0) {
     Offset lo = kUnplaced;
     const Idx* items = sec_items_.data() + sec_begin_[s];
-    for (std::int32_t k = 0, e = sec_unplaced_[s]; k < e; ++k) {
+    std::int32_t k = 0;
+    for (const std::int32_t e = sec_unplaced_[s]; k < e; ++k) {
       const Offset m = min_off_[items[k]];
       if (m < lo) {
         lo = m;
         if (lo <= enough) break;
       }
     }
+    steps_ += static_cast<std::uint64_t>(k) + 1;
     return lo;
   }
   // Item i leaves (placed) or rejoins (undo, in reverse order) the
@@ -409,13 +422,18 @@ class Searcher {
     for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
       for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) ++sec_unplaced_[s];
   }
+  // How many sections item i holds bytes in (its slots).
+  std::uint64_t sectionsOf(Idx i) const {
+    return static_cast<std::uint64_t>(item_slot_begin_[i + 1] - item_slot_begin_[i]);
+  }
 
   // The static preorder key of item i for one key letter (larger first).
-  double key(char c, Idx i) const {
+  double key(char c, Idx i) {
     switch (c) {
       case 'W': return static_cast<double>(end_[i] - start_[i]);
       case 'A': return static_cast<double>(size_[i]) * static_cast<double>(end_[i] - start_[i]);
       case 'T': {
+        steps_ += sectionsOf(i);
         Bytes t = 0;
         for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
           for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) t = std::max(t, total_[s]);
@@ -450,6 +468,7 @@ class Searcher {
         }
         return items_[ib + a] < items_[ib + b];
       });
+    steps_ += perm.size();
     const std::size_t eb = arena_.size();
     for (std::size_t r = 0; r < perm.size(); ++r)
       arena_.push_back({0, static_cast<Idx>(r), items_[ib + perm[r]]});
@@ -464,7 +483,7 @@ class Searcher {
   // parent's order (placed items are skipped).
   Status search(SectionIdx ps, SectionIdx pe, std::size_t eb, std::size_t ee, Offset min_offset,
                 Idx min_pre) {
-    if (nodes_left_ == 0 || timed_out_) return Status::kAborted;
+    if (nodes_left_ == 0 || timed_out_ || steps_ >= step_end_) return Status::kAborted;
     --nodes_left_;
     ++nodes_;
     if ((nodes_ & 1023) == 0 && ((deadline_ && Clock::now() >= *deadline_) ||
@@ -482,6 +501,7 @@ class Searcher {
       min_height = std::min(min_height, min_off_[i] + size_[i]);
     }
     const std::size_t oe = arena_.size();
+    steps_ += 1 + (ee - eb);
     if (ob == oe) return Status::kFound;
     if (p_.dynamic_ordering)  // nearly sorted already (offsets only grow)
       for (std::size_t k = ob + 1; k < oe; ++k) {
@@ -491,6 +511,7 @@ class Searcher {
                           (arena_[j - 1].offset == e.offset && arena_[j - 1].pre > e.pre))) {
           arena_[j] = arena_[j - 1];
           --j;
+          ++steps_;
         }
         arena_[j] = e;
       }
@@ -540,6 +561,7 @@ class Searcher {
   Status decompose(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, Idx i,
                    const Entry& e) {
     const std::size_t cb = cut_points_.size();
+    steps_ += 2 * static_cast<std::uint64_t>(sr_[i] - sl_[i]);
     for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s)
       if (--cuts_[s] == 0 && s + 1 > ps && s + 1 < pe) cut_points_.push_back(s + 1);
     Status st;
@@ -555,6 +577,7 @@ class Searcher {
       SectionIdx from = ps;
       for (SectionIdx to : cuts) {
         const std::size_t ib = items_.size();
+        steps_ += oe - ob;
         for (std::size_t k = ob; k < oe; ++k) {
           const Idx o = arena_[k].item;
           if (off_[o] == kUnplaced && sr_[o] > from && sl_[o] < to) items_.push_back(o);
@@ -580,6 +603,8 @@ class Searcher {
     leaveSections(i);
     ++stamp_;
     affected_.clear();
+    // Sections left, totals and floors, neighbours (undo reads them again).
+    steps_ += 3 * sectionsOf(i) + static_cast<std::uint64_t>(adj_begin_[i + 1] - adj_begin_[i]);
     bool ok = true;
     Offset max_raised = 0;
     for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
@@ -624,9 +649,11 @@ class Searcher {
     // only prune where that leaves too little room above it.
     if (!raised_spans_.empty()) {
       std::sort(raised_spans_.begin(), raised_spans_.end());
+      steps_ += raised_spans_.size();
       const Bytes room = capacity_ - std::min(capacity_, max_raised);
       SectionIdx next = 0;
       for (const auto& [lo, hi] : raised_spans_) {
+        steps_ += static_cast<std::uint64_t>(std::max(0, hi - std::max(lo, next)));
         for (SectionIdx s = std::max(lo, next); s < hi; ++s)
           if (total_[s] > room && floor_[s] < max_raised && sec_stamp_[s] != stamp_) {
             sec_stamp_[s] = stamp_;
@@ -651,6 +678,7 @@ class Searcher {
   }
 
   void undo(Idx i, std::size_t mark) {
+    steps_ += trail_.size() - mark;
     while (trail_.size() > mark) {
       const Change& c = trail_.back();
       if (c.is_floor)
@@ -731,6 +759,8 @@ class Searcher {
   std::vector<double> keys_;
   std::vector<std::size_t> perm_scratch_;
   std::uint64_t nodes_ = 0, nodes_left_ = 0;
+  std::uint64_t steps_ = 0, step_limit_ = ~std::uint64_t{0};
+  std::uint64_t step_end_ = ~std::uint64_t{0};  // of the current decision
   const Clock::time_point* deadline_ = nullptr;
   const std::atomic<bool>* stop_ = nullptr;
   bool timed_out_ = false;
@@ -832,6 +862,7 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   for (std::size_t k = 0; k < origin.size(); ++k) out.offsets[origin[k]] = r.offsets[k];
   out.height = heightOf(mp, out.offsets);
   out.nodes = r.nodes;
+  out.steps = r.steps;
   out.stopped = r.stopped;
   out.proven_optimal = r.proven_optimal && r.height <= lower_bound;
   return out;
@@ -855,11 +886,22 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
   Searcher searcher(mp, params);
   const std::uint64_t items = mp.buffers.size();
   // A probe at `cap`: kFound lowers the incumbent, a proof raises lo.
+  // A probe's share of the steps is its share of the nodes.
+  const double steps_per_node =
+      params.step_limit ? static_cast<double>(params.step_limit) /
+                              static_cast<double>(std::max<std::uint64_t>(1, params.node_limit))
+                        : 0;
   auto probe = [&](Bytes cap, std::uint64_t give) {
     const std::uint64_t before = searcher.nodes();
-    const Status st = searcher.solve(cap, std::max<std::uint64_t>(1, std::min(give, budget)),
+    const std::uint64_t nodes = std::max<std::uint64_t>(1, std::min(give, budget));
+    const std::uint64_t steps =
+        params.step_limit ? static_cast<std::uint64_t>(std::min(
+                                1e18, std::max(1.0, steps_per_node * static_cast<double>(nodes))))
+                          : ~std::uint64_t{0};
+    const Status st = searcher.solve(cap, nodes, steps,
                                      deadline ? &*deadline : nullptr);
     budget -= std::min(budget, searcher.nodes() - before);
+    if (searcher.outOfSteps()) budget = 0;  // every later probe would abort
     if (st == Status::kFound) {
       std::vector<Offset> offsets = searcher.offsets();
       const Bytes h = heightOf(mp, offsets);
@@ -926,6 +968,7 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
   out.found = true;
   out.stopped = best_height > lo && budget > 0 && timeUp();
   out.nodes = searcher.nodes();
+  out.steps = searcher.steps();
   out.proven_bound = std::min(proven, best_height);
   out.proven_optimal = best_height <= proven;
   return out;
@@ -990,9 +1033,11 @@ ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
   const pool::MergedProblem merged = pool::mergeInplace(problem);
   Searcher searcher(merged.problem, params);
   const auto deadline = deadlineOf(params);
-  const Status st = searcher.solve(capacity, params.node_limit, deadline ? &*deadline : nullptr);
+  const Status st = searcher.solve(capacity, params.node_limit, ~std::uint64_t{0},
+                                   deadline ? &*deadline : nullptr);
   ExactResult r;
   r.nodes = searcher.nodes();
+  r.steps = searcher.steps();
   if (st == Status::kFound) {
     r.offsets = pool::expandOffsets(merged, searcher.offsets());
     r.height = heightOf(problem, r.offsets);

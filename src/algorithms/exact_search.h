@@ -66,8 +66,9 @@
 // over the capacities just below the incumbent with small budgets that
 // double every round (near the optimum the search time jumps from one
 // capacity to the next: trying several beats hammering one). Anytime:
-// never above the incumbent. Effort is counted in search nodes, never in time (an optional
-// wall-clock cap may cut it shorter, non-deterministically).
+// never above the incumbent. Effort is counted in search nodes and steps
+// (ExactParams::step_limit; a probe gets the same share of both), never in
+// time (an optional wall-clock cap may cut it shorter, non-deterministically).
 //
 // Pools larger than window_threshold are searched around their peak: the
 // buffers nearest in time to the highest ones are re-placed, their
@@ -87,6 +88,13 @@ struct ExactParams {
   // Search nodes over all probes of one call (minimizeHeight) or all
   // attempts of one decision (solveWithinCapacity).
   std::uint64_t node_limit = 500'000;
+  // Search steps over the same span (0 = no limit). A node's cost is not
+  // constant: it reads the unplaced items, and its placement touches every
+  // section and neighbour of the placed item (on long, densely overlapping
+  // lifetimes, a node can cost a million steps). A step is one item,
+  // section or neighbour read (a few ns each); a probe cut short by this
+  // limit ends the call, as when the nodes run out.
+  std::uint64_t step_limit = 0;
   // Optional wall-clock cap on top of the node limit (0 = none), and an
   // optional flag that ends the search when set (AlgorithmParams::stop).
   double time_limit_seconds = 0;
@@ -128,6 +136,7 @@ struct ExactResult {
   bool proven_infeasible = false;  // solveWithinCapacity: nothing fits
   Bytes proven_bound = 0;        // no placement is lower than this
   std::uint64_t nodes = 0;       // search nodes spent
+  std::uint64_t steps = 0;       // search steps spent (ExactParams::step_limit)
   bool stopped = false;          // the time limit or the stop flag ended it
 };
 
