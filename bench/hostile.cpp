@@ -26,6 +26,7 @@
 
 #include "memplan/c_header.h"
 #include "memplan/memplan.h"
+#include "memplan/report.h"
 
 namespace {
 
@@ -261,6 +262,79 @@ int runReaderCases(double scale) {
   return status;
 }
 
+// ---- models whose memory once grew as graphs x tensors (issue 27) ----
+// Each run plans, verifies, replays and reports one model, as the CLI
+// does; peak RSS is the run's. Budget: linear in the model.
+
+// genbodies: main runs n one-tensor bodies through call nodes.
+std::string manyBodies(std::size_t n) {
+  std::string s = "{\"format\":\"memplan-graph\",\"version\":1,\"tensors\":[{\"name\":\"x\",\"nbytes\":16,"
+                  "\"graph\":0},{\"name\":\"y\",\"nbytes\":16,\"graph\":0}";
+  for (std::size_t i = 0; i < n; ++i) s += fmt::format(",{{\"name\":\"\",\"nbytes\":16,\"graph\":{}}}", i + 1);
+  s += "],\"graphs\":[{\"name\":\"m\",\"inputs\":[0],\"outputs\":[1],\"nodes\":[";
+  for (std::size_t i = 0; i < n; ++i) s += fmt::format("{{\"kind\":\"call\",\"inputs\":[0],\"subgraphs\":[{}]}},", i + 1);
+  s += "{\"op\":\"f\",\"inputs\":[0],\"outputs\":[1]}]}";
+  for (std::size_t i = 0; i < n; ++i) s += fmt::format(",{{\"nodes\":[{{\"inputs\":[0],\"outputs\":[{}]}}]}}", i + 2);
+  return s + "]}";
+}
+
+struct ModelCase {
+  std::string name;
+  std::function<Input()> read;
+  double budget_cpu_s, budget_mb;
+};
+
+Result measureModel(const ModelCase& c) {
+  Result r;
+  try {
+    const double c0 = cpuSeconds();
+    const Input in = c.read();
+    const Plan p = plan(in, PlanRequest{});
+    if (!verify(in, p).ok()) throw PlanError("the plan failed verification");
+    if (!replay(in, p).ok()) throw PlanError("the plan failed the replay");
+    (void)writePlan(p, in);
+    (void)formatReport(p, in.modelOrNull(), ReportOptions{});
+    r.cpu = cpuSeconds() - c0;
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    r.peak_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
+    r.ok = true;
+  } catch (const std::exception& e) {
+    std::snprintf(r.error, sizeof r.error, "%s", e.what());
+  }
+  return r;
+}
+
+int modelCases(double scale) {
+  const auto bodies = [scale](std::size_t n) {
+    const auto scaled = static_cast<std::size_t>(static_cast<double>(n) * scale);
+    return ModelCase{fmt::format("{} one-tensor bodies (graph JSON)", withCommas(scaled)),
+                     [scaled] { return readInput(manyBodies(scaled), "bodies.json"); }, 10, 256};
+  };
+  const auto shared = std::filesystem::path(MEMPLAN_DATA_DIR) / "hostile-models" / "q_1500_500.tflite";
+  const std::vector<ModelCase> cases = {
+      {"q_1500_500.tflite: 1,500 bodies sharing one table of 500 tensors (62 KB)",
+       [shared] { return readInput(shared); }, 30, 2048},
+      bodies(5000), bodies(10000), bodies(20000)};
+  std::printf("\n| model (plan, verify, replay, report) | CPU s | peak RSS MB | budget |\n");
+  std::printf("|---|---:|---:|---|\n");
+  int status = 0;
+  for (const ModelCase& c : cases) {
+    Result r = inChild<Result>([&] { return measureModel(c); });
+    if (!r.ok) {
+      std::printf("| %s | failed: %s |\n", c.name.c_str(), r.error[0] ? r.error : "child died");
+      status = 1;
+      continue;
+    }
+    const bool within = r.cpu <= c.budget_cpu_s && r.peak_mb <= c.budget_mb;
+    status |= within ? 0 : 1;
+    std::printf("| %s | %.2f | %.0f | %s %.0f s, %.0f MB |\n", c.name.c_str(), r.cpu, r.peak_mb,
+                within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
+    std::fflush(stdout);
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -331,5 +405,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(run.steps), within ? "within" : "OVER", c.budget_cpu_s, c.budget_mb);
     std::fflush(stdout);
   }
-  return status | runReaderCases(scale);
+  status |= runReaderCases(scale);
+  status |= modelCases(scale);
+  return status;
 }

@@ -5,6 +5,7 @@
 // message, the bytes on disk), never a duration.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -532,6 +533,102 @@ TEST(HostileScale, ControlFlowNestedBeyondTheLimitIsRefused) {
     EXPECT_EQ(std::string(e.what()),
               "deep.json: graph 65 'g65': control-flow bodies nested 65 deep, above the limit of 64");
   }
+}
+
+// ---- issue 27: memory that follows the model, not graphs x tensors ----
+
+// Runs the CLI with `args` as a child process: its exit code, standard
+// error and peak RSS in MB (wait4 gives the child's own).
+struct MeasuredRun {
+  int exit_code = -1;
+  double peak_mb = 0;
+  std::string err;
+};
+
+MeasuredRun runMeasured(const std::vector<std::string>& args, const fs::path& dir) {
+  const fs::path err = dir / "stderr";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out_fd = open("/dev/null", O_WRONLY);
+    const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out_fd < 0 || err_fd < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
+    std::vector<char*> argv{const_cast<char*>(MEMPLAN_CLI)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(MEMPLAN_CLI, argv.data());
+    _exit(127);
+  }
+  MeasuredRun r;
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  r.err = test::readText(err);
+  return r;
+}
+
+// Sanitizers keep freed memory in quarantine and shadow every byte.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kMemoryFactor = 4;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr double kMemoryFactor = 4;
+#else
+constexpr double kMemoryFactor = 1;
+#endif
+#else
+constexpr double kMemoryFactor = 1;
+#endif
+
+// plan (which verifies), verify, replay and report of `in`: each exits 0
+// within `cap_mb` of peak RSS.
+void expectEveryCommandWithin(const fs::path& in, double cap_mb) {
+  const fs::path dir = in.parent_path();
+  const std::string plan_file = (dir / "plan.json").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"plan", "-q", in.string(), "-o", plan_file},
+      {"verify", in.string(), plan_file},
+      {"replay", in.string(), plan_file},
+      {"report", in.string(), plan_file}};
+  for (const auto& args : commands) {
+    const MeasuredRun r = runMeasured(args, dir);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_LT(r.peak_mb, cap_mb * kMemoryFactor) << args[0] << " of " << in.filename().string();
+  }
+}
+
+// genbodies: main runs n bodies of one tensor each through call nodes.
+// Per-graph tables over every tensor of the model made this n^2: 426 MB at
+// n = 10,000 (1.62 GB at 20,000, a 2.6 MB file); now 64 MB.
+std::string manyBodies(std::size_t n) {
+  std::string s = "{\"format\":\"memplan-graph\",\"version\":1,\"tensors\":[{\"name\":\"x\",\"nbytes\":16,"
+                  "\"graph\":0},{\"name\":\"y\",\"nbytes\":16,\"graph\":0}";
+  for (std::size_t i = 0; i < n; ++i) s += ",{\"name\":\"\",\"nbytes\":16,\"graph\":" + std::to_string(i + 1) + "}";
+  s += "],\"graphs\":[{\"name\":\"m\",\"inputs\":[0],\"outputs\":[1],\"nodes\":[";
+  for (std::size_t i = 0; i < n; ++i)
+    s += "{\"kind\":\"call\",\"inputs\":[0],\"subgraphs\":[" + std::to_string(i + 1) + "]},";
+  s += "{\"op\":\"f\",\"inputs\":[0],\"outputs\":[1]}]}";
+  for (std::size_t i = 0; i < n; ++i)
+    s += ",{\"nodes\":[{\"inputs\":[0],\"outputs\":[" + std::to_string(i + 2) + "]}]}";
+  return s + "]}";
+}
+
+TEST(HostileScale, ManyBodiesCostMemoryLinearInTheModel) {
+  const fs::path dir = test::tempDir("hostile-bodies");
+  writeText(dir / "bodies.json", manyBodies(10000));
+  expectEveryCommandWithin(dir / "bodies.json", 192);
+  fs::remove_all(dir);
+}
+
+// tests/data/hostile-models/q_1500_500.tflite (62 KB): 1,500 CALL_ONCE
+// bodies whose subgraph entries all point to one table of 500 tensors, so
+// the model holds 750,000 tensors. Planning it took 4.75 GB; now 350 MB.
+TEST(HostileScale, SharedSubgraphTablesCostMemoryLinearInTheModel) {
+  const fs::path dir = test::tempDir("hostile-shared");
+  fs::copy_file(test::dataDir() / "hostile-models" / "q_1500_500.tflite", dir / "q.tflite");
+  expectEveryCommandWithin(dir / "q.tflite", 768);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 
 #include "memplan/import.h"
+#include "memplan/limits.h"
 #include "memplan/plan.h"
 #include "memplan/verify.h"
 #include "support/test_support.h"
@@ -1239,6 +1241,217 @@ TEST(OnnxImport, HostileBytesNeverCrash) {
     expectModelOrInputError(b, lenient, "random damage round " + std::to_string(round));
   }
   if (!models) MEMPLAN_MISSING_DATA() << "example models not fetched: built-in seeds only";
+}
+
+// ---------------------------------------------------------------------------
+// Outputs ONNX shape inference types smaller than their node writes. Its
+// Range rule computes the count in int64 (INT64_MIN..INT64_MAX wraps to 0)
+// and gives delta 0 a count of 0; its Reshape rule does not compare counts.
+// A plan sized from those would let a runtime write past the tensor.
+
+void addScalar(ox::GraphProto* g, const std::string& name, std::int64_t v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(7);
+  t->add_int64_data(v);
+}
+
+// y = Range(start, limit, delta), all int64 scalar initializers.
+ox::ModelProto rangeModel(std::int64_t start, std::int64_t limit, std::int64_t delta) {
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  addScalar(g, "a", start);
+  addScalar(g, "b", limit);
+  addScalar(g, "c", delta);
+  addNode(g, "Range", {"a", "b", "c"}, {"y"})->set_name("r");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+// y = Range(start, limit, delta) over float scalars.
+ox::ModelProto realRangeModel(float start, float limit, float delta) {
+  ox::ModelProto m = rangeModel(0, 0, 0);
+  auto* g = m.mutable_graph();
+  const float values[3] = {start, limit, delta};
+  for (int k = 0; k < 3; ++k) {
+    auto* t = g->mutable_initializer(k);
+    t->clear_int64_data();
+    t->set_data_type(1);
+    t->add_float_data(values[k]);
+  }
+  return m;
+}
+
+// y = Reshape(x float[x_dim], shape) with a constant shape.
+ox::ModelProto reshapeModel(const std::string& x_dim, const std::vector<std::int64_t>& shape) {
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  setType(g->add_input(), "x", 1, {x_dim});
+  addInts(g, "s", shape);
+  addNode(g, "Reshape", {"x", "s"}, {"y"})->set_name("r");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+Bytes importedBytes(const ox::ModelProto& m, const std::string& name, const ImportOptions& o = {}) {
+  return named(importOnnx(m.SerializeAsString(), "n.onnx", o), name).nbytes;
+}
+
+TEST(OnnxImport, RangeOutputsInferredTooSmallAreRefused) {
+  EXPECT_EQ(refusal(rangeModel(0, 10, 0)), "n.onnx: node 'r' (Range): delta is 0: the output would never end");
+  EXPECT_EQ(refusal(rangeModel(std::numeric_limits<std::int64_t>::min(),
+                               std::numeric_limits<std::int64_t>::max(), 1)),
+            "n.onnx: node 'r' (Range): output 'y' of 18446744073709551615 elements: size overflows");
+  EXPECT_EQ(refusal(rangeModel(std::numeric_limits<std::int64_t>::max(),
+                               std::numeric_limits<std::int64_t>::min(), -1)),
+            "n.onnx: node 'r' (Range): output 'y' of 18446744073709551615 elements: size overflows");
+  // Valid ranges keep their sizes: folded (4 elements), inferred by ONNX
+  // (5,000, above the folding limit), huge but representable, and empty.
+  EXPECT_EQ(importedBytes(rangeModel(0, 10, 3), "y"), 4u * 8u);
+  EXPECT_EQ(importedBytes(rangeModel(0, 5000, 1), "y"), 5000u * 8u);
+  EXPECT_EQ(importedBytes(rangeModel(0, std::int64_t{1} << 40, 1), "y"), Bytes{8} << 40);
+  EXPECT_EQ(importedBytes(rangeModel(10, 0, 1), "y"), 0u);
+  EXPECT_EQ(importedBytes(rangeModel(-5, -20, -4), "y"), 4u * 8u);
+  // Over floats: delta 0 and counts past 2^62 bytes (ONNX types both [0]).
+  EXPECT_EQ(refusal(realRangeModel(0, 10, 0)), "n.onnx: node 'r' (Range): delta is 0: the output would never end");
+  EXPECT_EQ(refusal(realRangeModel(0, 1e30f, 1e-30f)),
+            "n.onnx: node 'r' (Range): output 'y' of 1e+60 elements: size overflows");
+  EXPECT_EQ(importedBytes(realRangeModel(0, 10, 3), "y"), 4u * 4u);
+}
+
+TEST(OnnxImport, ReshapeToAnotherElementCountIsRefused) {
+  EXPECT_EQ(refusal(reshapeModel("4", {3})),
+            "n.onnx: node 'r' (Reshape): output 'y' [3] holds 3 elements, its input 'x' [4] holds "
+            "4: element count mismatch");
+  EXPECT_EQ(importedBytes(reshapeModel("4", {2, 2}), "y"), 16u);
+  EXPECT_EQ(importedBytes(reshapeModel("4", {-1, 2}), "y"), 16u);
+  // Symbolic until bound: N = 3 fits the [3] it is reshaped to, N = 4 does not.
+  ImportOptions fits, wrong;
+  fits.dims = {{"N", 3}};
+  wrong.dims = {{"N", 4}};
+  EXPECT_EQ(importedBytes(reshapeModel("N", {3}), "y", fits), 12u);
+  try {
+    importOnnx(reshapeModel("N", {3}).SerializeAsString(), "n.onnx", wrong);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "n.onnx: node 'r' (Reshape): output 'y' [3] holds 3 elements, its input 'x' [4] "
+              "holds 4: element count mismatch");
+  }
+}
+
+TEST(OnnxImport, InvalidRangeInsideABodyNamesItsGraph) {
+  ox::ModelProto m = rangeModel(0, 10, 1);
+  auto* g = m.mutable_graph();
+  g->clear_node();
+  g->clear_output();
+  setType(g->add_input(), "cond", 9, {});
+  auto* iff = addNode(g, "If", {"cond"}, {"y"});
+  iff->set_name("branch");
+  for (const char* which : {"then_branch", "else_branch"}) {
+    auto* attr = iff->add_attribute();
+    attr->set_name(which);
+    attr->set_type(ox::AttributeProto::GRAPH);
+    auto* body = attr->mutable_g();
+    body->set_name(which);
+    addScalar(body, "d", which[0] == 't' ? 1 : 0);  // else: delta 0
+    addNode(body, "Range", {"a", "b", "d"}, {std::string(which) + "_y"})->set_name("r");
+    body->add_output()->set_name(std::string(which) + "_y");
+  }
+  g->add_output()->set_name("y");
+  EXPECT_EQ(refusal(m),
+            "n.onnx: node 'r' (Range) in graph 'else_branch': delta is 0: the output would never end");
+}
+
+TEST(OnnxImport, InvalidShapesAreOneLineExitTwoFromTheCli) {
+  const auto dir = test::tempDir("onnx-invalid-shapes");
+  struct Case {
+    std::string file;
+    ox::ModelProto model;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"range_delta0.onnx", rangeModel(0, 10, 0), "node 'r' (Range): delta is 0"},
+      {"range_minmax.onnx",
+       rangeModel(std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), 1),
+       "node 'r' (Range): output 'y' of 18446744073709551615 elements: size overflows"},
+      {"reshape_bad.onnx", reshapeModel("4", {3}), "node 'r' (Reshape): output 'y' [3] holds 3"}};
+  for (const Case& c : cases) {
+    const auto path = dir / c.file;
+    std::ofstream(path, std::ios::binary) << c.model.SerializeAsString();
+    for (const char* cmd : {"plan -q", "import"}) {
+      const auto r = test::runCli(std::string(cmd) + " '" + path.string() + "'");
+      EXPECT_EQ(r.exit_code, 2) << c.file << " " << cmd;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(r.err.rfind("memplan: " + path.string() + ": " + c.says, 0), 0u) << r.err;
+      EXPECT_EQ(r.out, "") << c.file << " " << cmd;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// If inside If, `levels` deep: body b<k> holds the If that runs b<k+1>; the
+// innermost body copies the outer x.
+ox::ModelProto nestedIfModel(int levels) {
+  ox::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  ox::GraphProto body;
+  body.set_name("b" + std::to_string(levels));
+  addNode(&body, "Identity", {"x"}, {"o" + std::to_string(levels)});
+  setType(body.add_output(), "o" + std::to_string(levels), 1, {"4"});
+  for (int d = levels - 1; d >= 0; --d) {
+    ox::GraphProto outer;
+    outer.set_name("b" + std::to_string(d));
+    auto* iff = addNode(&outer, "If", {"c"}, {"o" + std::to_string(d)});
+    auto* then_attr = iff->add_attribute();
+    then_attr->set_name("then_branch");
+    then_attr->set_type(ox::AttributeProto::GRAPH);
+    *then_attr->mutable_g() = std::move(body);
+    auto* else_attr = iff->add_attribute();
+    else_attr->set_name("else_branch");
+    else_attr->set_type(ox::AttributeProto::GRAPH);
+    auto* other = else_attr->mutable_g();
+    other->set_name("e" + std::to_string(d));
+    addNode(other, "Identity", {"x"}, {"e" + std::to_string(d)});
+    setType(other->add_output(), "e" + std::to_string(d), 1, {"4"});
+    setType(outer.add_output(), "o" + std::to_string(d), 1, {"4"});
+    body = std::move(outer);
+  }
+  *m.mutable_graph() = std::move(body);
+  setType(m.mutable_graph()->add_input(), "c", 9, {});
+  setType(m.mutable_graph()->add_input(), "x", 1, {"4"});
+  return m;
+}
+
+// One limit for every importer (include/memplan/limits.h, docs/graph-format.md).
+TEST(OnnxImport, ControlFlowNestedToTheSharedLimit) {
+  const int limit = static_cast<int>(limits::kMaxControlFlowDepth);
+  const Model at = importOnnx(nestedIfModel(limit).SerializeAsString(), "n.onnx", {});
+  EXPECT_EQ(at.graphs.size(), 2u * static_cast<std::size_t>(limit) + 1);
+  GraphId deepest = kNone;
+  for (GraphId g = 0; g < static_cast<GraphId>(at.graphs.size()); ++g)
+    if (at.graphs[g].name == "b" + std::to_string(limit)) deepest = g;
+  ASSERT_NE(deepest, kNone);
+  int depth = 0;
+  for (GraphId g = deepest; at.graphs[g].parent != kNone; g = at.graphs[g].parent) ++depth;
+  EXPECT_EQ(depth, limit);
+  EXPECT_EQ(refusal(nestedIfModel(limit + 1)),
+            "n.onnx: graph 'b65': control-flow bodies nested 65 deep, above the limit of 64");
+  // The same limit as graph JSON's: what import writes, plan reads back.
+  const auto dir = test::tempDir("onnx-nested");
+  std::ofstream(dir / "n.onnx", std::ios::binary) << nestedIfModel(limit).SerializeAsString();
+  auto r = test::runCli("import '" + (dir / "n.onnx").string() + "' -o '" + (dir / "n.json").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::runCli("plan -q '" + (dir / "n.json").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OnnxImport, TruncatedRealModelIsInputError) {

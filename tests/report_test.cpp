@@ -58,7 +58,7 @@ Tiny makeTiny() {
     s.planned = true;
     s.name = t.model.tensors[i].name;
     gp.specs.specs.push_back(s);
-    gp.specs.tensor_spec.push_back(i);
+    gp.specs.tensor_spec.set(i, i);
     gp.allocations.push_back({i, 1, 0, offsets[i], s.nbytes});
   }
   gp.bufsizes = {0, 3584};

@@ -17,6 +17,8 @@
 // method is that state too (a method that only reads it).
 #pragma once
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "memplan/graph.h"
@@ -64,11 +66,60 @@ struct Spec {
   bool shared = false;               // state placed in the model's state pool
 };
 
+// TensorId -> SpecId for the tensors of one graph; kNone for every other
+// id. It holds only the graph's own tensors, sorted: a table over all of
+// the model's tensors in every graph would make a model of many small
+// bodies cost graphs x tensors of memory.
+class TensorSpecMap {
+ public:
+  using Entry = std::pair<TensorId, SpecId>;
+
+  TensorSpecMap() = default;
+  // From entries in any order, one per tensor.
+  explicit TensorSpecMap(std::vector<Entry> entries) : entries_(std::move(entries)) {
+    std::sort(entries_.begin(), entries_.end());
+  }
+
+  // The spec of tensor `t`; kNone when it has none here (any id is valid).
+  SpecId operator[](std::size_t t) const {
+    const auto it = std::lower_bound(entries_.begin(), entries_.end(), t,
+                                     [](const Entry& e, std::size_t v) {
+                                       return static_cast<std::size_t>(e.first) < v;
+                                     });
+    return it != entries_.end() && static_cast<std::size_t>(it->first) == t ? it->second : kNone;
+  }
+  SpecId at(std::size_t t) const { return (*this)[t]; }
+
+  // Ids in increasing order append in O(1); others insert in O(entries).
+  void set(TensorId t, SpecId s) {
+    if (entries_.empty() || entries_.back().first < t) {
+      entries_.emplace_back(t, s);
+      return;
+    }
+    const auto it = std::lower_bound(entries_.begin(), entries_.end(), Entry{t, kNone},
+                                     [](const Entry& a, const Entry& b) { return a.first < b.first; });
+    if (it != entries_.end() && it->first == t)
+      it->second = s;
+    else
+      entries_.insert(it, {t, s});
+  }
+
+  // One past the largest tensor id with a spec: a bound callers may check
+  // ids against before looking them up, as with a dense table.
+  std::size_t size() const {
+    return entries_.empty() ? 0 : static_cast<std::size_t>(entries_.back().first) + 1;
+  }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;  // sorted by tensor id, each id once
+};
+
 struct GraphSpecs {
   GraphId graph = 0;
   TimeValue steps = 0;               // length of the node list
   std::vector<Spec> specs;           // every spec, first-appearance order
-  std::vector<SpecId> tensor_spec;   // TensorId -> SpecId (kNone: not here)
+  TensorSpecMap tensor_spec;         // TensorId -> SpecId (kNone: not here)
   // Specs to plan, in first-appearance order (indices into `specs`).
   std::vector<SpecId> planned() const;
 };

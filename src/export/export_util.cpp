@@ -134,20 +134,13 @@ StepInfo stepInfo(const Model* model, GraphId graph, TimeValue step) {
   return {"output", "output"};
 }
 
-std::vector<std::string> producerOps(const Model* model, GraphId graph) {
-  std::vector<std::string> ops;
+ProducerOps producerOps(const Model* model, GraphId graph) {
+  ProducerOps ops;
   const Graph* g = modelGraph(model, graph);
   if (!g) return ops;
-  ops.assign(model->tensors.size(), std::string());
-  auto set = [&](TensorId t, const std::string& op) {
-    if (t >= 0 && static_cast<std::size_t>(t) < ops.size() && ops[static_cast<std::size_t>(t)].empty())
-      ops[static_cast<std::size_t>(t)] = op;
-  };
-  for (TensorId t : g->inputs) set(t, "input");
+  for (TensorId t : g->inputs) ops.emplace(t, "input");  // the first producer wins
   for (const Node& node : g->nodes)
-    for (TensorId t : node.outputs) set(t, node.op);
-  for (std::size_t t = 0; t < ops.size(); ++t)
-    if (ops[t].empty() && model->tensors[t].kind == TensorKind::Constant) ops[t] = "constant";
+    for (TensorId t : node.outputs) ops.emplace(t, node.op);
   return ops;
 }
 
@@ -164,7 +157,7 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 ReportTensor describe(const GraphPlan& plan, const Allocation& alloc, const Model* model,
-                      const std::vector<std::string>& producers) {
+                      const ProducerOps& producers) {
   ReportTensor r;
   r.spec = alloc.spec;
   r.bytes = alloc.size;
@@ -186,8 +179,11 @@ ReportTensor describe(const GraphPlan& plan, const Allocation& alloc, const Mode
     r.dims = tensor.shape;
     r.has_shape = true;
     r.dtype = std::string(dtypeName(tensor.dtype));
-    if (static_cast<std::size_t>(t) < producers.size() && !producers[static_cast<std::size_t>(t)].empty())
-      r.op = producers[static_cast<std::size_t>(t)];
+    const auto made = producers.find(t);
+    if (made != producers.end() && !made->second.empty())
+      r.op = made->second;
+    else if (tensor.kind == TensorKind::Constant)
+      r.op = "constant";
   }
   if (r.name.empty()) r.name = fmt::format("spec {}", alloc.spec);
   return r;

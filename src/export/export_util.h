@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,12 +35,15 @@ struct StepInfo {
 };
 StepInfo stepInfo(const Model* model, GraphId graph, TimeValue step);
 
-// Per-graph lookup: TensorId -> op that produced it.
-std::vector<std::string> producerOps(const Model* model, GraphId graph);
+// Per-graph lookup: TensorId -> op that produced it in that graph ("input"
+// for its inputs). Holds the graph's own tensors only: reports of every
+// body of a model would otherwise cost graphs x tensors.
+using ProducerOps = std::unordered_map<TensorId, std::string>;
+ProducerOps producerOps(const Model* model, GraphId graph);
 
 // Facts of one allocation (name, op, shape, dtype, bytes, lifetime).
 ReportTensor describe(const GraphPlan& plan, const Allocation& alloc,
-                      const Model* model, const std::vector<std::string>& producers);
+                      const Model* model, const ProducerOps& producers);
 
 // Live bytes of pool `mem_id` as change points (step, bytes from that step
 // on), sorted by step; the reserved prefix is not included.

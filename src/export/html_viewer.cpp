@@ -98,7 +98,7 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
   g["pools"] = std::move(pj);
 
   // Tensors, column-wise. Role codes index Data.roles.
-  const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
+  const exportutil::ProducerOps producers = exportutil::producerOps(model, gp.graph);
   json pool = json::array(), first = json::array(), last = json::array(), offset = json::array(),
        size = json::array(), role = json::array(), name = json::array(), op = json::array(),
        shape = json::array(), dtype = json::array(), aka = json::array();

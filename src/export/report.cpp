@@ -163,7 +163,7 @@ std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
   for (std::size_t g = 0; g < plan.graphs.size(); ++g) {
     if (!options.include_subgraphs && !isEntryGraph(plan, static_cast<GraphId>(g))) continue;
     const GraphPlan& gp = plan.graphs[g];
-    const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
+    const exportutil::ProducerOps producers = exportutil::producerOps(model, gp.graph);
     std::vector<PoolInfo> pools = gp.pools;
     std::stable_sort(pools.begin(), pools.end(),
                      [](const PoolInfo& a, const PoolInfo& b) { return a.mem_id < b.mem_id; });

@@ -122,7 +122,7 @@ std::string renderSvg(const Plan& plan, const Model* model, const SvgOptions& op
   for (const Panel& panel : panels) {
     const GraphPlan& gp = *panel.gp;
     const PoolInfo& info = panel.info;
-    const std::vector<std::string> producers = exportutil::producerOps(model, gp.graph);
+    const exportutil::ProducerOps producers = exportutil::producerOps(model, gp.graph);
     // Extent: steps and bytes (at least 1 to keep the scales finite).
     TimeValue steps = std::max<TimeValue>(gp.specs.steps, 1);
     Bytes extent = std::max<Bytes>(info.size, 1);

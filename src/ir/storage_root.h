@@ -3,6 +3,7 @@
 // and the lifetimes (one spec per storage).
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include "memplan/graph.h"
@@ -11,28 +12,35 @@ namespace memplan {
 
 // Answers for a model whose alias chains end (validateModel checks that
 // first). Every tensor of a walk learns its root, so a chain of n views
-// costs O(n) in all, not O(n^2).
+// costs O(n) in all, not O(n^2). Only aliases are remembered, so the
+// memory follows the tensors asked about, not the model (lifetimes ask
+// about one graph's tensors at a time).
 class StorageRoots {
  public:
-  explicit StorageRoots(const Model& m) : m_(m), root_(m.tensors.size(), kNone) {}
+  explicit StorageRoots(const Model& m) : m_(m) {}
 
   TensorId operator()(TensorId t) {
     walk_.clear();
     TensorId cur = t;
-    while (root_[cur] == kNone && (m_.tensors[cur].alias == AliasKind::View ||
-                                   m_.tensors[cur].alias == AliasKind::InPlace)) {
-      walk_.push_back(cur);
-      cur = m_.tensors[cur].alias_of;
+    TensorId root = kNone;
+    while (root == kNone) {
+      const Tensor& x = m_.tensors[cur];
+      if (x.alias != AliasKind::View && x.alias != AliasKind::InPlace) {
+        root = cur;
+      } else if (const auto it = root_.find(cur); it != root_.end()) {
+        root = it->second;
+      } else {
+        walk_.push_back(cur);
+        cur = x.alias_of;
+      }
     }
-    const TensorId root = root_[cur] != kNone ? root_[cur] : cur;
-    root_[cur] = root;
     for (TensorId w : walk_) root_[w] = root;
     return root;
   }
 
  private:
   const Model& m_;
-  std::vector<TensorId> root_;
+  std::unordered_map<TensorId, TensorId> root_;  // alias -> its storage's owner
   std::vector<TensorId> walk_;
 };
 

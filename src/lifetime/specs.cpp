@@ -3,6 +3,7 @@
 #include <deque>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -19,8 +20,7 @@ namespace {
 class BodyReads {
  public:
   BodyReads(const Model& m, GraphId g)
-      : m_(m), g_(g), memo_(m.graphs.size(), -1), seen_graph_(m.graphs.size(), 0),
-        seen_tensor_(m.tensors.size(), 0) {}
+      : m_(m), g_(g), memo_(m.graphs.size(), -1), seen_graph_(m.graphs.size(), 0) {}
 
   const std::vector<TensorId>& of(GraphId root) {
     if (memo_[root] >= 0) return lists_[static_cast<std::size_t>(memo_[root])];
@@ -31,14 +31,13 @@ class BodyReads {
         m_, root, seen_graph_, [&](GraphId x) { visited.push_back(x); },
         [&](const std::vector<TensorId>& list) {
           for (TensorId t : list) {
-            if (m_.tensors[t].graph != g_ || seen_tensor_[t]) continue;
-            seen_tensor_[t] = 1;
+            if (m_.tensors[t].graph != g_ || !seen_tensor_.insert(t).second) continue;
             out.push_back(t);
           }
         },
         [](GraphId) {});
     for (GraphId x : visited) seen_graph_[x] = 0;
-    for (TensorId t : out) seen_tensor_[t] = 0;
+    seen_tensor_.clear();
     return out;
   }
 
@@ -47,7 +46,8 @@ class BodyReads {
   const GraphId g_;
   std::vector<std::int32_t> memo_;             // by graph: index into lists_
   std::deque<std::vector<TensorId>> lists_;  // stable: references are returned
-  std::vector<char> seen_graph_, seen_tensor_;
+  std::vector<char> seen_graph_;
+  std::unordered_set<TensorId> seen_tensor_;  // not one flag per model tensor: one BodyReads a graph
 };
 
 // Gaps of tensors (node windows) become the specs' gaps in steps, clipped
@@ -90,22 +90,31 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   const Graph& graph = m.graphs.at(g);
   GraphSpecs result;
   result.graph = g;
-  result.tensor_spec.assign(m.tensors.size(), kNone);
+  // Tables here hold this graph's tensors only, never one entry per tensor
+  // of the model: collectSpecs runs once per graph.
+  std::unordered_map<TensorId, SpecId> spec_of;
+  const auto specFound = [&](TensorId t) {
+    const auto it = spec_of.find(t);
+    return it == spec_of.end() ? kNone : it->second;
+  };
   const auto num_inputs = static_cast<TimeValue>(graph.inputs.size());
   result.steps = num_inputs + static_cast<TimeValue>(graph.nodes.size()) + 1;
   const TimeValue last_step = result.steps - 1;
 
-  std::vector<char> is_input(m.tensors.size(), 0), is_output(m.tensors.size(), 0);
-  for (TensorId t : graph.inputs) is_input[t] = 1;
-  for (TensorId t : graph.outputs) is_output[t] = 1;
+  std::vector<TensorId> inputs = graph.inputs, outputs = graph.outputs;
+  std::sort(inputs.begin(), inputs.end());
+  std::sort(outputs.begin(), outputs.end());
+  const auto among = [](const std::vector<TensorId>& sorted, TensorId t) {
+    return std::binary_search(sorted.begin(), sorted.end(), t);
+  };
 
   StorageRoots rootOf(m);
   // Spec of a tensor of this graph, created on first appearance.
   const auto specOf = [&](TensorId t) -> SpecId {
     if (m.tensors[t].graph != g) return kNone;  // outer-scope tensor
-    if (result.tensor_spec[t] != kNone) return result.tensor_spec[t];
+    if (const SpecId known = specFound(t); known != kNone) return known;
     const TensorId root = rootOf(t);
-    SpecId s = result.tensor_spec[root];
+    SpecId s = specFound(root);
     if (s == kNone && m.tensors[root].graph == g) {
       s = static_cast<SpecId>(result.specs.size());
       Spec spec;
@@ -115,12 +124,12 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
       spec.last = std::numeric_limits<TimeValue>::min();
       spec.name = m.tensors[root].name;
       result.specs.push_back(std::move(spec));
-      result.tensor_spec[root] = s;
+      spec_of[root] = s;
       result.specs[s].members.push_back(root);
     }
     if (s == kNone) return kNone;  // view of an outer tensor: not ours
     if (t != root) {
-      result.tensor_spec[t] = s;
+      spec_of[t] = s;
       result.specs[s].members.push_back(t);
     }
     return s;
@@ -156,7 +165,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
   for (SpecId s = 0; s < static_cast<SpecId>(result.specs.size()); ++s) {
     const Tensor& root = m.tensors[result.specs[s].tensor];
     if (root.alias == AliasKind::ShareWith) {
-      const SpecId base = result.tensor_spec[rootOf(root.alias_of)];
+      const SpecId base = specFound(rootOf(root.alias_of));
       if (base == kNone)
         throw InputError(fmt::format("{}: tensor '{}' shares the allocation of '{}', which is not "
                                      "used in the same graph",
@@ -192,8 +201,8 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
         spec.mem_id = x.mem_id;
       }
       if (x.offset) spec.offset = x.offset;
-      spec.is_input |= is_input[t] != 0;
-      spec.is_output |= is_output[t] != 0;
+      spec.is_input |= among(inputs, t);
+      spec.is_output |= among(outputs, t);
       spec.is_mutable |= x.kind == TensorKind::MutableBuffer;
       spec.dynamic_unbound |= x.dynamic_unbound;
       if (spec.fqn.empty()) spec.fqn = x.fqn;
@@ -221,6 +230,7 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     if ((spec.is_mutable || spec.shared) && !options.alloc_mutable_buffers) plan = false;
     spec.planned = plan;
   }
+  result.tensor_spec = TensorSpecMap({spec_of.begin(), spec_of.end()});
   addGaps(m, graph, result, gapped_uses);
   // Reuse of an unplanned base's allocation is impossible: plan on its own.
   for (Spec& spec : result.specs)

@@ -74,10 +74,9 @@ ReplayResult replayPte(const PteProgram& p, const Plan& plan, const ReplayOption
     GraphPlan gp = plan.graphs[static_cast<std::size_t>(g)];
     gp.graph = 0;
     gp.parent = kNone;
-    std::vector<SpecId> local(static_cast<std::size_t>(count), kNone);
-    for (TensorId t = 0; t < count; ++t)
-      if (static_cast<std::size_t>(base + t) < gp.specs.tensor_spec.size())
-        local[static_cast<std::size_t>(t)] = gp.specs.tensor_spec[static_cast<std::size_t>(base + t)];
+    TensorSpecMap local;
+    for (const auto& [t, s] : gp.specs.tensor_spec.entries())
+      if (t >= base && t - base < count) local.set(t - base, s);
     gp.specs.tensor_spec = std::move(local);
     gp.specs.graph = 0;
     for (Spec& s : gp.specs.specs) {

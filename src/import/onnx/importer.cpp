@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "import/onnx/int_tensor.h"
+#include "import/onnx/node_checks.h"
 #include "import/onnx/opset_compat.h"
 #include "import/onnx/proto_util.h"
 #include "import/onnx/shape_folder.h"
@@ -99,6 +100,10 @@ class OnnxImporter {
     dropWeightData(model_.mutable_graph(), 0);
     bindDimensions();
     inferShapes();
+    // Before sizing: an output typed smaller than its node writes is refused.
+    if (const std::string problem = checkInferredShapes(typed_.graph(), dead_bodies_);
+        !problem.empty())
+      fail(problem);
     out_.name = source_;
     Scope root;
     importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
@@ -144,8 +149,7 @@ class OnnxImporter {
   }
 
   void collectDomains(const ox::GraphProto& g, std::set<std::string>& out, int depth) {
-    if (depth > kMaxGraphDepth)
-      fail("control-flow bodies nested deeper than " + std::to_string(kMaxGraphDepth));
+    if (depth > kMaxGraphDepth) fail(tooDeep(g, depth));
     for (const auto& n : g.node()) {
       out.insert(isDefaultDomain(n.domain()) ? "" : n.domain());
       for (const auto& a : n.attribute()) {
@@ -153,6 +157,12 @@ class OnnxImporter {
         for (const auto& sub : a.graphs()) collectDomains(sub, out, depth + 1);
       }
     }
+  }
+
+  // Worded as validateModel words it for every other importer.
+  static std::string tooDeep(const ox::GraphProto& g, int depth) {
+    return "graph '" + g.name() + "': control-flow bodies nested " + std::to_string(depth) +
+           " deep, above the limit of " + std::to_string(kMaxGraphDepth);
   }
 
   // ---- 3. schemas ---------------------------------------------------------
@@ -465,8 +475,7 @@ class OnnxImporter {
   GraphId importGraph(const ox::GraphProto& g, const ox::GraphProto& typed, GraphId parent,
                       NodeId parent_node,
                       Scope& scope, const std::string& fallback_name, int depth) {
-    if (depth > kMaxGraphDepth)
-      fail("control-flow bodies nested deeper than " + std::to_string(kMaxGraphDepth));
+    if (depth > kMaxGraphDepth) fail(tooDeep(g, depth));
     const GraphId gid = static_cast<GraphId>(out_.graphs.size());
     {
       Graph graph;

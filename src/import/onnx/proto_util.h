@@ -14,16 +14,20 @@
 #include <vector>
 
 #include "memplan/graph.h"
+#include "memplan/limits.h"
 
 namespace memplan::onnx_import {
 
 namespace ox = ::ONNX_NAMESPACE;
 
+// Nested bodies accepted (If inside Loop inside If ...): memplan's one
+// limit for every importer, so what `memplan import` writes reads back.
+constexpr int kMaxGraphDepth = static_cast<int>(limits::kMaxControlFlowDepth);
 // Message nesting allowed while parsing. A control-flow body costs three
-// levels (NodeProto > AttributeProto > GraphProto); real models use < 30.
-constexpr int kProtoRecursionLimit = 100;
-// Nested bodies accepted (If inside Loop inside If ...).
-constexpr int kMaxGraphDepth = 24;
+// levels (NodeProto > AttributeProto > GraphProto); a few bodies more than
+// the limit still parse, so that the nesting is what gets refused, by name,
+// and 32 levels are left for types and tensors inside the deepest body.
+constexpr int kProtoRecursionLimit = 3 * (kMaxGraphDepth + 4) + 32;
 
 // Keeps the first line of an exception message (ONNX errors span lines).
 std::string firstLine(std::string_view s);
