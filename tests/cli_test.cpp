@@ -161,6 +161,9 @@ TEST(Cli, ImportedGraphPlansIdentically) {
       << other.err;
   EXPECT_EQ(runCli("verify --force " + model.string() + " " + (dir / "b.json").string()).exit_code, 0);
   EXPECT_EQ(runCli("replay --force " + model.string() + " " + (dir / "b.json").string()).exit_code, 0);
+  // report names --force in its refusal, so it takes it too.
+  EXPECT_EQ(runCli("report " + model.string() + " " + (dir / "b.json").string()).exit_code, 2);
+  EXPECT_EQ(runCli("report --force " + model.string() + " " + (dir / "b.json").string()).exit_code, 0);
   EXPECT_EQ(runCli("verify " + (dir / "g.json").string() + " " + (dir / "b.json").string()).exit_code, 0);
 }
 

@@ -17,7 +17,7 @@ Command addReportCommand(CLI::App& app) {
   struct ReportCommand {
     std::string input, plan_path, html, svg;
     InputFlags flags;
-    bool json = false, exact_bytes = false;
+    bool json = false, exact_bytes = false, force = false;
 
     int run() const {
       // A plan file: the input read as the plan says it was, the same bytes.
@@ -26,7 +26,7 @@ Command addReportCommand(CLI::App& app) {
       if (!plan_path.empty()) {
         const std::string text = readFile(plan_path);
         in = readInput(input, flags.toImportOptions(planImportOptions(text, plan_path)));
-        plan = readPlanFor(in, text, plan_path);
+        plan = readPlanFor(in, text, plan_path, force);
       } else {
         in = readInput(input, flags.toImportOptions());
         plan = carriedPlan(in);  // a .pte's or a .tflite offline plan
@@ -58,6 +58,7 @@ Command addReportCommand(CLI::App& app) {
   sub->add_flag("--bytes", cmd->exact_bytes, "Exact byte counts beside humane units");
   sub->add_option("--html", cmd->html, "Write the interactive HTML viewer of this plan");
   sub->add_option("--svg", cmd->svg, "Write a static SVG picture of the layout");
+  sub->add_flag("--force", cmd->force, "Report the plan even if it was made from another file");
   return {sub, [cmd] { return cmd->run(); }};
 }
 
