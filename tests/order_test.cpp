@@ -122,7 +122,7 @@ Bytes bruteForceBound(const Model& m, GraphId g, const PlanOptions& options) {
 
 test::RandomGraphParams smallGraphs() {
   test::RandomGraphParams p;
-  p.max_nodes = 8;
+  p.max_nodes = 7;
   p.max_body_nodes = 4;
   p.huge_sizes = false;
   return p;
@@ -135,7 +135,7 @@ TEST(Order, ExactSearchMatchesBruteForceOnSmallRandomGraphs) {
     const OrderResult r = searchOrder(c.model, c.options);
     const auto opts = graphsPlanOptions(c.model, c.options);
     for (const GraphOrder& g : r.graphs) {
-      if (!g.fixed.empty() || c.model.graphs[g.graph].nodes.size() > 8) continue;
+      if (!g.fixed.empty() || c.model.graphs[g.graph].nodes.size() > 7) continue;
       const Bytes best = bruteForceBound(c.model, g.graph, opts[g.graph]);
       EXPECT_GE(g.bound_found, best) << c.summary;
       if (g.proven_optimal) {

@@ -115,6 +115,7 @@ OrderResult searchOrder(const Model& model, const PlanOptions& options, const Or
     out.bound_given = out.bound_found = orderBound(model, g, opts[g]);
     const OrderProblem p = order::buildOrderProblem(model, g, opts[g]);
     out.fixed = p.fixed;
+    out.proven_optimal = p.fixed.empty() && n < 2;  // the only order there is
     if (!p.fixed.empty() || n < 2) continue;
     Candidate best = searchGraph(p, params, out.work);
     out.proven_optimal = best.proven;

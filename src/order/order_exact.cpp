@@ -153,6 +153,9 @@ void ExactSearch::reach(std::int32_t from, const Step& step, Bytes incumbent,
                         std::priority_queue<QueueEntry>& queue) {
   const Bytes peak = std::max(states_[from].peak, step.cost);
   if (peak >= incumbent) return;  // cannot beat the best order known
+  // Copying, hashing and storing a set and queueing it cost far more than
+  // a visit: measured, about as much as 200 of them.
+  work_ += 200 + 4 * words_;
   std::memcpy(scratch_.data(), bits(from), words_ * sizeof(Word));
   scratch_[step.node >> 6] |= Word{1} << (step.node & 63);
   const Bytes f = std::max(peak, estimate(scratch_.data()));

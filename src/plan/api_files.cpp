@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "plan/plan_order.h"
+
 #include "memplan/memplan.h"
 #include "memplan/tflite_micro.h"
 
@@ -147,7 +149,11 @@ std::vector<std::string> writeTflite(const std::filesystem::path& path, const Pl
     throw InputError(fmt::format("writeTflite: {} is not a .tflite model", input.source.name));
   const TfliteTensorIndex index = tfliteTensorIndex(*input.bytes, input.source.name);
   const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*m, plan, index);
-  writeFileAtomic(path, writeTfliteOfflinePlan(*input.bytes, input.source.name, offsets));
+  // A plan made for a new order runs in it: the operators are written so.
+  const std::string bytes = plan.order_applied ? reorderTfliteOperators(*input.bytes, input.source.name,
+                                                                        *m, changedOrders(plan.order))
+                                               : *input.bytes;
+  writeFileAtomic(path, writeTfliteOfflinePlan(bytes, input.source.name, offsets));
   if (m->graphs.size() < 2) return {};
   return {fmt::format("{}: the offline plan lists every subgraph's tensors, concatenated, as TFLite "
                       "Micro documents; its allocator (micro_allocation_info.cc) reads each "
@@ -194,6 +200,7 @@ std::string inShellTerms(const std::string& message, Shell shell) {
       {"PlanRequest.extra_padding", "--extra-padding", "extra_padding"},
       {"PlanRequest.params.effort", "--effort", "effort"},
       {"PlanRequest.params.time_limit_seconds", "--time-limit", "time_limit"},
+      {"PlanRequest.reorder", "--reorder", "reorder"},
       {"ImportOptions.input_shapes", "--input-shape", "input_shapes"},
       {"ImportOptions.dims", "--dim", "dims"},
       {"ImportOptions.alias_views", "--alias-views", "alias_views"},
