@@ -185,6 +185,46 @@ TEST(Order, PropertiesOfEveryReturnedOrder) {
   }
 }
 
+// plan() with reorder: the plan is of the order found, its file records
+// the order, and reading the file back checks it in that order.
+TEST(Order, PlanRequestReorderRoundTrip) {
+  const Input in = Input::fromModel(twoBranches());
+  PlanRequest r;
+  r.reorder = ReorderMode::Apply;
+  const Plan p = plan(in, r);
+  ASSERT_TRUE(p.order_applied);
+  EXPECT_EQ(p.main().pools.at(0).size, 1632u);   // 3216 in the given order
+  EXPECT_TRUE(verify(in, p).ok());
+  EXPECT_EQ(replay(in, p).issue, ReplayIssue::None);
+  const std::string text = writePlan(p, in);
+  EXPECT_NE(text.find("\"nodes\":[0,2,1,3,4]"), std::string::npos) << text;
+  const Plan back = readPlan(text, "two.plan.json", in);
+  EXPECT_TRUE(back.order_applied);
+  EXPECT_TRUE(verify(in, back).ok());
+  EXPECT_EQ(replay(in, back).issue, ReplayIssue::None);
+  EXPECT_EQ(writePlan(back, in), text);
+  // An order that breaks a dependency is refused, naming the graph.
+  std::string bad = text;
+  bad.replace(bad.find("[0,2,1,3,4]"), 11, "[2,0,1,3,4]");
+  try {
+    readPlan(bad, "two.plan.json", in);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs a node before one it depends on"), std::string::npos)
+        << e.what();
+  }
+  // Report: the bounds, the plan of the given order.
+  r.reorder = ReorderMode::Report;
+  const Plan reported = plan(in, r);
+  EXPECT_FALSE(reported.order_applied);
+  EXPECT_EQ(reported.main().pools.at(0).size, 3216u);
+  EXPECT_EQ(reported.order.graphs.at(0).bound_found, 1632u);
+  EXPECT_TRUE(verify(in, reported).ok());
+  // Off: no search, nothing recorded (plan files as before).
+  EXPECT_TRUE(plan(in, {}).order.graphs.empty());
+  EXPECT_EQ(writePlan(plan(in, {}), in).find("\"order\""), std::string::npos);
+}
+
 TEST(Order, Deterministic) {
   const test::RandomCase c = test::randomCase(7, smallGraphs());
   const OrderResult a = searchOrder(c.model, c.options), b = searchOrder(c.model, c.options);
