@@ -9,6 +9,7 @@
 #include "memplan/memplan.h"
 #include "memplan/order.h"
 #include "support/random_graph.h"
+#include "support/test_support.h"
 
 namespace memplan {
 namespace {
@@ -203,6 +204,8 @@ TEST(Order, PlanRequestReorderRoundTrip) {
   EXPECT_TRUE(verify(in, back).ok());
   EXPECT_EQ(replay(in, back).issue, ReplayIssue::None);
   EXPECT_EQ(writePlan(back, in), text);
+  // A C header has no node order to carry: refused, not silently wrong.
+  EXPECT_THROW(writeCHeader(test::tempDir("order_c_header") / "plan.h", p, in), InputError);
   // An order that breaks a dependency is refused, naming the graph.
   std::string bad = text;
   bad.replace(bad.find("[0,2,1,3,4]"), 11, "[2,0,1,3,4]");

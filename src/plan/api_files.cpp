@@ -139,6 +139,11 @@ std::optional<TflmCarriedArena> tflmCarriedArena(const Input& input) {
 void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Input& input,
                   CHeaderOptions options) {
   if (options.source.empty()) options.source = fileName(input);
+  // The header's steps are node positions: the program that includes it
+  // runs its nodes in its own order, which is not the plan's.
+  if (plan.order_applied)
+    throw InputError("PlanRequest.reorder: a C header carries no node order, and this plan is made "
+                     "for a new one; plan the given order for it");
   writeFileAtomic(path, writeCHeader(plan, input.model(), options));
 }
 
@@ -172,13 +177,15 @@ void writePte(const std::filesystem::path& path, const Plan& plan, const Input& 
 void writeHtml(const std::filesystem::path& path, const Plan& plan, const Input& input,
                HtmlOptions options) {
   if (options.title.empty()) options.title = fileName(input);
-  writeFileAtomic(path, renderHtml(plan, input.model(), options));
+  const Model* m = input.model();
+  writeFileAtomic(path, renderHtml(plan, m ? &PlannedModel(*m, plan).get() : m, options));
 }
 
 void writeSvg(const std::filesystem::path& path, const Plan& plan, const Input& input,
               SvgOptions options) {
   if (options.title.empty()) options.title = fileName(input);
-  writeFileAtomic(path, renderSvg(plan, input.model(), options));
+  const Model* m = input.model();
+  writeFileAtomic(path, renderSvg(plan, m ? &PlannedModel(*m, plan).get() : m, options));
 }
 
 std::string inShellTerms(const std::string& message, Shell shell) {
