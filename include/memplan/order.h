@@ -58,8 +58,10 @@
 //     best order found so far are cut (branch and bound). Dominance: a
 //     ready node whose step costs no more than the peak so far and that
 //     leaves no new item live is run at once, the only successor. The work
-//     budget counts node and item visits (at most a million sets are kept,
-//     for memory); when it runs out the best heuristic order stands. Each
+//     budget counts node and item visits, and 200 for each set stored (what
+//     copying, hashing and queueing one costs, measured); at most a million
+//     sets are kept, for memory. When it runs out the best order so far
+//     stands. Each
 //     expansion scans the nodes after the first one not run, O(n + edges):
 //     the search is exponential in the graph's width in the worst case,
 //     which is why it has a budget and a size limit.
@@ -86,7 +88,7 @@ struct OrderParams {
   bool exact = true;                   // step 6
   double effort = 1.0;                 // scales the budgets below
   std::int32_t exact_max_nodes = 4096; // larger graphs skip the exact search
-  std::uint64_t exact_work = 50000000;  // node and item visits of the exact search
+  std::uint64_t exact_work = 50000000;  // exact search: visits, 200 a set stored
   std::uint64_t local_search_work = 20000000;  // item visits of local search
 };
 
