@@ -20,13 +20,13 @@ namespace memplan {
 namespace {
 
 namespace fb = flatbuffers;
-using OffsetVector = fb::Vector<fb::uoffset_t>;
+using ReorderOffsets = fb::Vector<fb::uoffset_t>;
 
-constexpr fb::voffset_t kModelSubgraphs = 4 + 2 * 2;
-constexpr fb::voffset_t kSubgraphTensors = 4 + 2 * 0, kSubgraphOperators = 4 + 2 * 3;
+constexpr fb::voffset_t kReorderModelSubgraphs = 4 + 2 * 2;
+constexpr fb::voffset_t kReorderSubgraphTensors = 4 + 2 * 0, kReorderSubgraphOperators = 4 + 2 * 3;
 
 // The file subgraph of each graph of the model: the one holding its tensors.
-std::vector<std::int64_t> fileSubgraphs(const Model& model, const TfliteTensorIndex& index,
+std::vector<std::int64_t> reorderFileSubgraphs(const Model& model, const TfliteTensorIndex& index,
                                         const std::vector<std::size_t>& first_tensor) {
   std::vector<std::int64_t> out(model.graphs.size(), -1);
   for (std::size_t t = 0; t < model.tensors.size() && t < index.index.size(); ++t) {
@@ -39,7 +39,7 @@ std::vector<std::int64_t> fileSubgraphs(const Model& model, const TfliteTensorIn
   return out;
 }
 
-void permuteSlots(std::uint8_t* slots, const std::vector<NodeId>& order) {
+void reorderPermuteSlots(std::uint8_t* slots, const std::vector<NodeId>& order) {
   std::vector<std::size_t> target(order.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     target[i] = 4 * i + fb::ReadScalar<fb::uoffset_t>(slots + 4 * i);
@@ -58,7 +58,7 @@ std::string reorderTfliteOperators(std::string_view bytes, const std::string& na
   auto* data = reinterpret_cast<std::uint8_t*>(out.data());
   fb::Verifier v(data, std::min<std::size_t>(out.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1));
   const auto* root = fb::GetRoot<fb::Table>(data);
-  const auto* subgraphs = root->GetPointer<const OffsetVector*>(kModelSubgraphs);
+  const auto* subgraphs = root->GetPointer<const ReorderOffsets*>(kReorderModelSubgraphs);
   if (!subgraphs || !v.VerifyVector(subgraphs))
     throw InputError(fmt::format("{}: no subgraphs to reorder", name));
   std::vector<const fb::Table*> tables;
@@ -69,18 +69,18 @@ std::string reorderTfliteOperators(std::string_view bytes, const std::string& na
                                                         4 * s + subgraphs->Get(s));
     tables.push_back(sg);
     first_tensor.push_back(count);
-    if (const auto* t = sg->GetPointer<const OffsetVector*>(kSubgraphTensors)) count += t->size();
+    if (const auto* t = sg->GetPointer<const ReorderOffsets*>(kReorderSubgraphTensors)) count += t->size();
   }
-  const std::vector<std::int64_t> file_sg = fileSubgraphs(model, index, first_tensor);
+  const std::vector<std::int64_t> file_sg = reorderFileSubgraphs(model, index, first_tensor);
   for (std::size_t g = 0; g < orders.size() && g < model.graphs.size(); ++g) {
     if (orders[g].empty()) continue;
     const auto* ops = file_sg[g] < 0 ? nullptr
                                      : tables[static_cast<std::size_t>(file_sg[g])]
-                                           ->GetPointer<const OffsetVector*>(kSubgraphOperators);
+                                           ->GetPointer<const ReorderOffsets*>(kReorderSubgraphOperators);
     if (!ops || !v.VerifyVector(ops) || ops->size() != orders[g].size())
       throw InputError(fmt::format("{}: graph {} ('{}'): the order does not fit the subgraph's "
                                    "operators", name, g, model.graphs[g].name));
-    permuteSlots(const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(ops->Data())),
+    reorderPermuteSlots(const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(ops->Data())),
                  orders[g]);
   }
   // Read back: the operators run in the new order.
