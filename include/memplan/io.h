@@ -61,6 +61,8 @@ struct PlanProvenance {
   std::optional<SourceInfo> source;
   ImportOptions import_options;
   PlanRequest request;
+  OrderResult order;                 // the order search's result, if it ran
+  bool order_applied = false;        // the plan is made for order's node lists
 };
 PlanProvenance readPlanProvenance(std::string_view text, const std::string& source_name);
 // Reads a plan written by writePlanJson back onto `skeleton`: a Plan whose

@@ -10,6 +10,7 @@
 
 #include "memplan/algorithm.h"
 #include "memplan/import.h"
+#include "memplan/order.h"
 #include "memplan/specs.h"
 
 namespace memplan {
@@ -83,6 +84,10 @@ struct SourceInfo {
   friend bool operator==(const SourceInfo&, const SourceInfo&) = default;
 };
 
+// The order search (memplan/order.h) in a plan: off, searched and reported
+// (what it would save), or searched and planned in the order found.
+enum class ReorderMode : std::uint8_t { Off, Report, Apply };
+
 struct PlanRequest {
   std::string algorithm;               // "" = the input's default ("auto";
                                        // a spec list: the case's own)
@@ -90,6 +95,8 @@ struct PlanRequest {
   std::optional<Bytes> extra_padding;  // unset = the input's default (0; a
                                        // spec list: the case's)
   AlgorithmParams params;
+  ReorderMode reorder = ReorderMode::Off;
+  OrderParams order;                   // its switches (effort: params.effort)
 };
 
 struct Plan {
@@ -109,6 +116,12 @@ struct Plan {
   // "" when every search ran its work budget; else why one was cut short
   // ("time limit", "interrupted") and the plan is the best found until then.
   std::string search_stopped;
+  // The order search's result (empty when it did not run). When
+  // `order_applied`, the graphs were planned in order.graphs[g].order (given
+  // node indices, in run order): verify, replay and the exporters take the
+  // input's nodes in that order (applyOrder).
+  OrderResult order;
+  bool order_applied = false;
   const GraphPlan& main() const { return graphs.at(0); }
 };
 

@@ -95,6 +95,17 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
 void checkTfliteRewrite(std::string_view original, std::string_view written,
                         const std::string& source_name, const std::vector<std::int32_t>& offsets);
 
+// A copy of the .tflite `bytes` whose subgraphs run their operators in a new
+// order: orders[g] lists, for graph g of `model` (importTflite of the same
+// bytes), the operators' old indices in the new run order (an empty list
+// keeps a graph's order). TFLite runs a subgraph's operator list in order,
+// so this is the order a runtime executes. Only the operator vectors'
+// entries change (same size, everything else byte for byte). Throws
+// InputError when a list does not fit its subgraph.
+std::string reorderTfliteOperators(std::string_view bytes, const std::string& source_name,
+                                   const Model& model,
+                                   const std::vector<std::vector<NodeId>>& orders);
+
 // The plan a model's pins make on their own (a .tflite read with its
 // offline plan): every planned spec with a pin is allocated there, pool 1
 // (or its preset pool); specs without a pin are left to the runtime

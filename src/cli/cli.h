@@ -61,6 +61,7 @@ struct PlanFlags {
   std::vector<std::string> capacities;    // MEM_ID=BYTES
   std::vector<MemId> spill_order;
   bool allow_pinned_overlap = false;
+  bool reorder = false, reorder_report = false;
   PlanRequest toRequest() const;
   void addTo(CLI::App& app);
 };

@@ -14,6 +14,7 @@ namespace memplan::cli {
 Command addImportCommand(CLI::App& app) {
   struct ImportCommand {
     std::string input, output, method;
+    bool reorder = false;
     InputFlags flags;
   };
   auto cmd = std::make_shared<ImportCommand>();
@@ -21,6 +22,8 @@ Command addImportCommand(CLI::App& app) {
   sub->add_option("MODEL", cmd->input, "Model file (.onnx, .tflite, graph .json)")->required();
   sub->add_option("-o,--output", cmd->output, "Graph JSON to write (default: stdout)");
   sub->add_option("--method", cmd->method, "ExecuTorch .pte: the method to convert (one graph each)");
+  sub->add_flag("--reorder", cmd->reorder,
+                "Write the nodes in an order that needs less memory (as memplan plan --reorder)");
   cmd->flags.addTo(*sub);
   return {sub, [cmd] {
             if (!cmd->output.empty()) checkOutputExtension(cmd->output, {".json"}, "-o");
@@ -29,9 +32,10 @@ Command addImportCommand(CLI::App& app) {
             if (!in.model())
               throw InputError(fmt::format("{}: not a model (spec lists and CSV buffer lists have no graph)",
                                            cmd->input));
-            const std::string json =
-                in.pte() ? writeGraphJson(methodModel(*in.pte(), pteMethodIndex(*in.pte(), cmd->method)))
-                         : writeGraphJson(*in.model());
+            Model model = in.pte() ? methodModel(*in.pte(), pteMethodIndex(*in.pte(), cmd->method))
+                                   : *in.model();
+            if (cmd->reorder) model = reorderedModel(model);
+            const std::string json = writeGraphJson(model);
             if (cmd->output.empty())
               std::cout << json;
             else

@@ -226,6 +226,11 @@ void PlanFlags::addTo(CLI::App& app) {
   app.add_flag("--allow-pinned-overlap", allow_pinned_overlap,
                "Accept pinned tensors that share bytes while alive (TFLite Micro offline plans "
                "may overlap on purpose); plan the rest around them");
+  app.add_flag("--reorder", reorder,
+               "Run the nodes in an order that needs less memory, within the data dependencies; "
+               "the plan file records the order");
+  app.add_flag("--reorder-report", reorder_report,
+               "Search for such an order and report what it would save; plan the given order");
 }
 
 void parseCapacities(const std::vector<std::string>& flags, std::vector<std::optional<Bytes>>& out) {
@@ -255,6 +260,8 @@ PlanRequest PlanFlags::toRequest() const {
   r.options.allow_pinned_overlap = allow_pinned_overlap;
   r.params.effort = effort;
   r.params.time_limit_seconds = time_limit;
+  if (reorder_report) r.reorder = ReorderMode::Report;
+  if (reorder) r.reorder = ReorderMode::Apply;
   return r;
 }
 

@@ -11,9 +11,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "export/export_util.h"
+#include "export/order_report.h"
+#include "plan/plan_order.h"
 #include "verify/pieces.h"
 
 namespace memplan {
@@ -159,6 +162,8 @@ std::pair<std::size_t, std::vector<Device>> offCpuTensors(const Plan& plan) {
 
 std::vector<ReportPool> analyzePlan(const Plan& plan, const Model* model,
                                     const ReportOptions& options) {
+  std::optional<PlannedModel> planned;  // node names in the order planned
+  if (model && plan.order_applied) model = &planned.emplace(*model, plan).get();
   std::vector<ReportPool> out;
   for (std::size_t g = 0; g < plan.graphs.size(); ++g) {
     if (!options.include_subgraphs && !isEntryGraph(plan, static_cast<GraphId>(g))) continue;
@@ -269,6 +274,7 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                     std::to_string(i.buffers)});
   }
   out += table(rows, {false, true, false, true, true, true, false, true, true, false, true}, "");
+  out += exportutil::orderReportText(plan, model, exact);
 
   // Per pool: the saving in words, the peak, the tensors that make it.
   for (const ReportPool& p : pools) {
@@ -400,6 +406,7 @@ std::string formatReportJson(const Plan& plan, const Model* model, const ReportO
   }
   if (const auto [count, devices] = offCpuTensors(plan); count > 0)
     doc["off_cpu_tensors_in_cpu_pools"] = count;
+  if (json order = exportutil::orderReportJson(plan); !order.is_null()) doc["order"] = std::move(order);
   doc["pools"] = std::move(arr);
   return doc.dump(2) + "\n";
 }

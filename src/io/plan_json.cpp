@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "io/json_text.h"
+#include "io/order_json.h"
 #include "io/text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
@@ -229,12 +230,13 @@ class PlanReader : public jsontext::Fields {
     static const jsontext::Schema kSchema{
         "",
         {"format", "version", "source", "import_options", "algorithm", "options", "search",
-         "planning_seconds", "methods", "shared_state", "bufsizes", "allocations", "graphs"},
+         "planning_seconds", "methods", "shared_state", "bufsizes", "allocations", "graphs", "order"},
         {{"graphs", limits::kMaxGraphs}, {"methods", limits::kMaxGraphs},
          {"allocations", kMaxAllocations}, {"graphs[].allocations", kMaxAllocations},
          {"bufsizes", kMaxPools}, {"graphs[].bufsizes", kMaxPools}, {"graphs[].pools", kMaxPools},
          {"graphs[].pool_devices", kMaxPools}, {"options.capacities", kMaxPools},
-         {"options.spill_order", kMaxPools}}};
+         {"options.spill_order", kMaxPools}, {"order.graphs", limits::kMaxGraphs},
+         {"order.graphs[].nodes", limits::kMaxNodes}}};
     return kSchema;
   }
 
@@ -278,6 +280,7 @@ class PlanReader : public jsontext::Fields {
       if (const json* b = find(*v, "ignore_offline_plan"))
         p.import_options.ignore_offline_plan = boolean(*b, "import_options.ignore_offline_plan");
     }
+    if (const json* o = find(root, "order")) readOrderJson(*this, *o, p.order, p.order_applied);
     if (const json* a = find(root, "algorithm")) p.request.algorithm = str(*a, "algorithm");
     p.request.options = options(root);
     if (const json* v = find(root, "options"); v && find(*v, "extra_padding"))
@@ -618,6 +621,7 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
   out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
   out += "  \"options\": " + dump(optionsJson(plan.options, plan.extra_padding)) + ",\n";
   out += "  \"search\": " + dump(searchJson(plan)) + ",\n";
+  if (const ojson order = orderJson(plan); !order.is_null()) out += "  \"order\": " + dump(order) + ",\n";
   if (options.include_timing)
     out += "  \"planning_seconds\": " + dump(ojson(round6(plan.planning_seconds))) + ",\n";
   if (!plan.methods.empty()) {

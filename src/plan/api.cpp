@@ -12,6 +12,7 @@
 #include "memplan/limits.h"
 #include "memplan/memplan.h"
 #include "memplan/pinned.h"
+#include "plan/plan_order.h"
 
 namespace memplan {
 namespace {
@@ -116,11 +117,12 @@ PlanRequest resolve(const Input& input, PlanRequest r) {
 
 // The specs a plan of `input` made with `options` covers, without
 // allocations: what a plan file is read onto.
-Plan skeleton(const Input& input, const PlanOptions& options) {
+Plan skeleton(const Input& input, const PlanOptions& options, const PlanProvenance& made = {}) {
   Plan plan;
   plan.options = options;
   if (const Model* model = input.model()) {
-    const Model& m = *model;
+    const PlannedModel planned(*model, made.order, made.order_applied);  // the plan's node order
+    const Model& m = planned.get();
     for (const Method& method : m.methods) plan.methods.push_back({method.name, method.graph});
     plan.graphs.resize(m.graphs.size());
     const std::vector<PlanOptions> graph_options = graphsPlanOptions(m, options);
@@ -339,9 +341,15 @@ Plan planInput(const Input& input, const PlanRequest& asked) {
   const PlanRequest r = resolve(input, asked);
   Plan out;
   if (const PteProgram* program = input.pte()) {
+    OrderResult order = orderForRequest(program->model, r, true);
     out = planPte(*program, r);
+    out.order = std::move(order);
   } else if (const Model* model = input.model()) {
-    out = planModelWithPins(*model, r);  // pins checked; overlaps when allowed
+    OrderResult order = orderForRequest(*model, r, false);
+    const bool apply = r.reorder == ReorderMode::Apply;
+    out = planModelWithPins(PlannedModel(*model, order, apply).get(), r);  // pins checked
+    out.order = std::move(order);
+    out.order_applied = apply && out.order.changed();
   } else {
     GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
     const SpecList* list = input.specList();
@@ -376,7 +384,7 @@ VerifyResult verify(const Input& input, const Plan& plan) {
 
 ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
   if (const PteProgram* program = input.pte()) return replayPte(*program, plan, options);
-  return input.model() ? replayPlan(*input.model(), plan, options)
+  return input.model() ? replayPlan(PlannedModel(*input.model(), plan).get(), plan, options)
                        : replaySpecs(plan.main(), plan.options, options);
 }
 
@@ -397,7 +405,9 @@ void checkSameSource(const SourceInfo& recorded, const Input& input, const std::
 Plan readPlan(std::string_view text, const std::string& name, const Input& input) {
   if (isCsvSolution(name, text)) return planFromCsvSolution(input, text, name);
   const PlanProvenance made = readPlanProvenance(text, name);
-  Plan plan = readPlanJson(text, name, skeleton(input, made.request.options));
+  Plan plan = readPlanJson(text, name, skeleton(input, made.request.options, made));
+  plan.order = made.order;
+  plan.order_applied = made.order_applied;
   return plan;
 }
 

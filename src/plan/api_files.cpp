@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "plan/plan_order.h"
+
 #include "memplan/memplan.h"
 #include "memplan/tflite_micro.h"
 
@@ -151,6 +153,11 @@ std::optional<TflmCarriedArena> tflmCarriedArena(const Input& input) {
 void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Input& input,
                   CHeaderOptions options) {
   if (options.source.empty()) options.source = fileName(input);
+  // The header's steps are node positions: the program that includes it
+  // runs its nodes in its own order, which is not the plan's.
+  if (plan.order_applied)
+    throw InputError("PlanRequest.reorder: a C header carries no node order, and this plan is made "
+                     "for a new one; plan the given order for it");
   writeFileAtomic(path, writeCHeader(plan, input.model(), options));
 }
 
@@ -161,7 +168,11 @@ std::vector<std::string> writeTflite(const std::filesystem::path& path, const Pl
     throw InputError(fmt::format("writeTflite: {} is not a .tflite model", input.source.name));
   const TfliteTensorIndex index = tfliteTensorIndex(*input.bytes, input.source.name);
   const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*m, plan, index);
-  const std::string written = writeTfliteOfflinePlan(*input.bytes, input.source.name, offsets);
+  // A plan made for a new order runs in it: the operators are written so.
+  const std::string bytes = plan.order_applied ? reorderTfliteOperators(*input.bytes, input.source.name,
+                                                                        *m, changedOrders(plan.order))
+                                               : *input.bytes;
+  const std::string written = writeTfliteOfflinePlan(bytes, input.source.name, offsets);
   checkWrittenTflitePlan(input, written, plan);
   writeFileAtomic(path, written);
   if (m->graphs.size() < 2) return {};
@@ -189,13 +200,15 @@ void writePte(const std::filesystem::path& path, const Plan& plan, const Input& 
 void writeHtml(const std::filesystem::path& path, const Plan& plan, const Input& input,
                HtmlOptions options) {
   if (options.title.empty()) options.title = fileName(input);
-  writeFileAtomic(path, renderHtml(plan, input.model(), options));
+  const Model* m = input.model();
+  writeFileAtomic(path, renderHtml(plan, m ? &PlannedModel(*m, plan).get() : m, options));
 }
 
 void writeSvg(const std::filesystem::path& path, const Plan& plan, const Input& input,
               SvgOptions options) {
   if (options.title.empty()) options.title = fileName(input);
-  writeFileAtomic(path, renderSvg(plan, input.model(), options));
+  const Model* m = input.model();
+  writeFileAtomic(path, renderSvg(plan, m ? &PlannedModel(*m, plan).get() : m, options));
 }
 
 std::string inShellTerms(const std::string& message, Shell shell) {
@@ -217,6 +230,7 @@ std::string inShellTerms(const std::string& message, Shell shell) {
       {"PlanRequest.extra_padding", "--extra-padding", "extra_padding"},
       {"PlanRequest.params.effort", "--effort", "effort"},
       {"PlanRequest.params.time_limit_seconds", "--time-limit", "time_limit"},
+      {"PlanRequest.reorder", "--reorder", "reorder"},
       {"ImportOptions.input_shapes", "--input-shape", "input_shapes"},
       {"ImportOptions.dims", "--dim", "dims"},
       {"ImportOptions.alias_views", "--alias-views", "alias_views"},
