@@ -8,22 +8,12 @@
 namespace memplan::order {
 namespace {
 
-// The greedy's view of the nodes run so far.
-struct GreedyState {
-  const OrderProblem& p;
-  std::vector<std::int32_t> remaining;   // by item: users not run yet
-  std::vector<char> across;              // by item: live across the boundary
-  std::vector<std::int32_t> waiting;     // by node: predecessors not run yet
-  Bytes live = 0;
+// The greedy's view of the nodes run so far: the sweep, and which nodes
+// are ready.
+struct GreedyState : OrderSweep {
+  std::vector<std::int32_t> waiting;  // by node: predecessors not run yet
 
-  explicit GreedyState(const OrderProblem& problem) : p(problem) {
-    remaining.resize(p.bytes.size());
-    across.resize(p.bytes.size());
-    for (std::size_t i = 0; i < p.bytes.size(); ++i) {
-      remaining[i] = static_cast<std::int32_t>(p.users[i].size());
-      across[i] = p.open_start[i] && (remaining[i] > 0 || p.open_end[i]);
-      if (across[i]) live += p.bytes[i];
-    }
+  explicit GreedyState(const OrderProblem& problem) : OrderSweep(problem) {
     waiting.resize(static_cast<std::size_t>(p.n));
     for (NodeId v = 0; v < p.n; ++v) waiting[v] = static_cast<std::int32_t>(p.preds[v].size());
   }
@@ -39,12 +29,7 @@ struct GreedyState {
     return {step, after};
   }
   void run(NodeId v, std::set<NodeId>& ready) {
-    for (Item i : p.touches[v]) {
-      const bool now = --remaining[i] > 0 || p.open_end[i];
-      if (now && !across[i]) live += p.bytes[i];
-      if (!now && across[i]) live -= p.bytes[i];
-      across[i] = now;
-    }
+    OrderSweep::run(v);
     ready.erase(v);
     for (NodeId s : p.succs[v])
       if (--waiting[s] == 0) ready.insert(s);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ir/body_walk.h"
+#include "order/order_search.h"
 
 namespace memplan::order {
 namespace {
@@ -191,42 +192,6 @@ OrderProblem reversed(const OrderProblem& p) {
   return r;
 }
 
-namespace {
-
-// The sweep's state: items live across the boundary of the nodes run so far.
-struct OrderSweep {
-  const OrderProblem& p;
-  std::vector<std::int32_t> remaining;  // by item: users not run yet
-  std::vector<char> across;             // by item: live across the boundary
-  Bytes live = 0;                       // bytes of `across`
-
-  explicit OrderSweep(const OrderProblem& problem) : p(problem) {
-    remaining.resize(p.bytes.size());
-    across.resize(p.bytes.size());
-    for (std::size_t i = 0; i < p.bytes.size(); ++i) {
-      remaining[i] = static_cast<std::int32_t>(p.users[i].size());
-      across[i] = p.open_start[i] && (remaining[i] > 0 || p.open_end[i]);
-      if (across[i]) live += p.bytes[i];
-    }
-  }
-  // Bytes live while `v` runs now.
-  Bytes cost(NodeId v) const {
-    Bytes c = saturatingAdd(p.always, live);
-    for (Item i : p.touches[v])
-      if (!across[i]) c = saturatingAdd(c, p.bytes[i]);
-    return c;
-  }
-  void run(NodeId v) {
-    for (Item i : p.touches[v]) {
-      const bool now = --remaining[i] > 0 || p.open_end[i];
-      if (now && !across[i]) live += p.bytes[i];
-      if (!now && across[i]) live -= p.bytes[i];
-      across[i] = now;
-    }
-  }
-};
-
-}  // namespace
 
 OrderKey evaluate(const OrderProblem& p, const std::vector<NodeId>& order, std::uint64_t& work) {
   OrderSweep s(p);

@@ -9,6 +9,39 @@
 
 namespace memplan::order {
 
+// The sweep's state: items live across the boundary of the nodes run so far.
+struct OrderSweep {
+  const OrderProblem& p;
+  std::vector<std::int32_t> remaining;  // by item: users not run yet
+  std::vector<char> across;             // by item: live across the boundary
+  Bytes live = 0;                       // bytes of `across`
+
+  explicit OrderSweep(const OrderProblem& problem) : p(problem) {
+    remaining.resize(p.bytes.size());
+    across.resize(p.bytes.size());
+    for (std::size_t i = 0; i < p.bytes.size(); ++i) {
+      remaining[i] = static_cast<std::int32_t>(p.users[i].size());
+      across[i] = p.open_start[i] && (remaining[i] > 0 || p.open_end[i]);
+      if (across[i]) live += p.bytes[i];
+    }
+  }
+  // Bytes live while `v` runs now.
+  Bytes cost(NodeId v) const {
+    Bytes c = saturatingAdd(p.always, live);
+    for (Item i : p.touches[v])
+      if (!across[i]) c = saturatingAdd(c, p.bytes[i]);
+    return c;
+  }
+  void run(NodeId v) {
+    for (Item i : p.touches[v]) {
+      const bool now = --remaining[i] > 0 || p.open_end[i];
+      if (now && !across[i]) live += p.bytes[i];
+      if (!now && across[i]) live -= p.bytes[i];
+      across[i] = now;
+    }
+  }
+};
+
 // Step 4. Which ready node a greedy step takes.
 enum class GreedyRule : std::uint8_t {
   CheapestStep,   // lowest cost of its own step, then fewest bytes left live
