@@ -176,7 +176,9 @@ class GraphReader : public jsontext::Fields {
   // handed to the reader when complete and never stored; unknown members
   // of the root and over-long arrays are refused before their values are
   // built; what is held stays within a TreeBudget.
-  class Sax : public jsontext::SaxErrors {
+  class Sax : public jsontext::TreeSax<Sax> {
+    friend jsontext::TreeSax<Sax>;
+
    public:
     Sax(GraphReader& r, std::string_view text) : r_(r), text_(text), budget_(text.size()) {
       r_.root_ = &root_;
@@ -184,17 +186,6 @@ class GraphReader : public jsontext::Fields {
     const json& root() const { return root_; }
     jsontext::Cursor& cursor() { return cursor_; }
 
-    bool null() { return value(json(nullptr)); }
-    bool boolean(bool b) { return value(json(b)); }
-    bool number_integer(json::number_integer_t v) { return value(json(v)); }
-    bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
-    bool number_float(json::number_float_t v, const json::string_t&) { return value(json(v)); }
-    bool string(json::string_t& s) { return value(json(std::move(s))); }
-    bool binary(json::binary_t& b) { return value(json::binary(std::move(b))); }
-    bool start_object(std::size_t) { return open(json::object()); }
-    bool start_array(std::size_t) { return open(json::array()); }
-    bool end_object() { return close(); }
-    bool end_array() { return close(); }
     bool key(json::string_t& k) {
       Frame& f = stack_.back();
       // Streamed arrays given twice would be read twice.

@@ -261,7 +261,9 @@ namespace {
 // Builds the document as the library's DOM parser does, but refuses while
 // parsing what `schema` does not allow and what would pass the TreeBudget,
 // before the value is built.
-class BoundedDom : public SaxErrors {
+class BoundedDom : public TreeSax<BoundedDom> {
+  friend TreeSax<BoundedDom>;
+
  public:
   using json = nlohmann::json;
   BoundedDom(std::string_view text, const std::string& source, const Schema& schema)
@@ -269,17 +271,6 @@ class BoundedDom : public SaxErrors {
   json& root() { return root_; }
   Cursor& cursor() { return cursor_; }
 
-  bool null() { return value(json(nullptr)); }
-  bool boolean(bool b) { return value(json(b)); }
-  bool number_integer(json::number_integer_t v) { return value(json(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return value(json(v)); }
-  bool string(json::string_t& s) { return value(json(std::move(s))); }
-  bool binary(json::binary_t& b) { return value(json::binary(std::move(b))); }
-  bool start_object(std::size_t) { return open(json::object()); }
-  bool start_array(std::size_t) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
   bool key(json::string_t& k) {
     Frame& f = stack_.back();
     if (stack_.size() == 1 && !schema_.root_keys.empty() &&

@@ -51,6 +51,27 @@ struct SaxErrors {
   bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& e);
 };
+// A SAX handler that builds a tree: every scalar goes to Derived::value,
+// every container to Derived::open and Derived::close (which may be
+// private: Derived befriends TreeSax<Derived>).
+template <typename Derived>
+struct TreeSax : SaxErrors {
+  using json = nlohmann::json;
+  bool null() { return self().value(json(nullptr)); }
+  bool boolean(bool b) { return self().value(json(b)); }
+  bool number_integer(json::number_integer_t v) { return self().value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return self().value(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return self().value(json(v)); }
+  bool string(json::string_t& s) { return self().value(json(std::move(s))); }
+  bool binary(json::binary_t& b) { return self().value(json::binary(std::move(b))); }
+  bool start_object(std::size_t) { return self().open(json::object()); }
+  bool start_array(std::size_t) { return self().open(json::array()); }
+  bool end_object() { return self().close(); }
+  bool end_array() { return self().close(); }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
 
 // Where a SAX parse is: the parser reads through a TrackedChars iterator,
 // which leaves the byte after the last one read here, so that a handler
