@@ -390,6 +390,10 @@ def test_memplan_never_larger(name):
         assert len(d) == len(m), (method, d, m)
         assert all(x <= y for x, y in zip(m, d)), f"{name}/{method}: memplan {m} > default {d}"
         assert sum(m) >= c.lower_bound[method] > 0
+        # Where ExecuTorch's plan is above the bound, memplan's must be
+        # below it: a plug-in that handed back ExecuTorch's plan fails here.
+        if sum(d) > c.lower_bound[method]:
+            assert sum(m) < sum(d), f"{name}/{method}: memplan {m} is ExecuTorch's {d}, above the bound"
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -404,6 +408,14 @@ def test_replanned_program_runs(name):
     out = WORK / f"{name}.replanned.pte"
     run_cli("plan", "-q", c.default_path, "--write-pte", out)
     replanned = out.read_bytes()
+    # The program carries the plan memplan computed, offset for offset (a
+    # writer that copied the program unchanged fails here).
+    computed = memplan.plan(memplan.read(c.default_path))
+    carried = memplan.carried_plan(memplan.read(out))
+    def where(plan):
+        return {(a.graph, a.name, a.mem_id, a.offset) for a in plan.allocations}
+
+    assert where(carried) == where(computed), f"{name}: the written program does not carry the plan"
     _assert_same(run_program(c.default, c.calls), run_program(replanned, c.calls),
                  f"{name}: replanned vs original")
     run_cli("verify", out)

@@ -246,6 +246,20 @@ def test_planned_arena_no_larger(name):
 
 
 @pytest.mark.parametrize("name", MODELS)
+def test_written_model_carries_the_computed_plan(name):
+    """The model TFLite Micro ran carries memplan's plan, tensor for tensor
+    (a writer that wrote no plan, or another one, fails here even where
+    both arenas happen to be the same)."""
+    measured(name)
+    computed = memplan.plan(WORK / f"{name}.tflite")
+    carried = memplan.carried_plan(memplan.read(WORK / f"{name}.planned.tflite"))
+    assert carried.carried
+    where = {(a.graph, a.name, a.offset) for a in computed.allocations}
+    assert {(a.graph, a.name, a.offset) for a in carried.allocations} == where
+    assert len(where) > 0
+
+
+@pytest.mark.parametrize("name", MODELS)
 def test_printed_arena_size_holds(name):
     r = measured(name)
     assert r["arena_size"] >= r["p_min"], r
