@@ -10,10 +10,9 @@ namespace memplan::exportutil {
 std::string orderReportText(const Plan& plan, const Model* model, bool exact) {
   if (plan.order.graphs.empty()) return {};
   std::string out;
-  Bytes given = 0, found = 0;
+  Bytes given = 0;
   for (const GraphOrder& g : plan.order.graphs) {
     given += g.bound_given;
-    found += g.bound_found;
     if (g.bound_found >= g.bound_given) continue;
     const std::string name = model && static_cast<std::size_t>(g.graph) < model->graphs.size()
                                  ? sanitizeUtf8(model->graphs[g.graph].name)
