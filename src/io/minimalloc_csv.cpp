@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "io/minimalloc_csv.h"
 #include "io/text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
@@ -80,10 +81,22 @@ Parse parseUnsigned(std::string_view s, std::uint64_t max, std::uint64_t& v) {
 
 class CsvReader {
  public:
-  CsvReader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+  CsvReader(std::string_view text, const std::string& source) : text_(text), source_(source) {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
+  }
+
+  // The header's cells (the first line that is not blank), unchecked.
+  std::vector<std::string_view> header() {
+    std::vector<std::string_view> cells;
+    while (nextLine())
+      if (!trim(line_).empty()) {
+        splitCells(line_, cells);
+        break;
+      }
+    return cells;
+  }
 
   BufferList read() {
-    if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
     // Rows are at most the line count; the cap keeps BufferId in range.
     const std::size_t lines =
         static_cast<std::size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1;
@@ -324,6 +337,11 @@ std::string gapText(const Gap& g) {
 
 BufferList readMiniMallocCsv(std::string_view text, const std::string& source_name) {
   return CsvReader(text, source_name).read();
+}
+
+bool csvHasColumn(std::string_view text, std::string_view column) {
+  const std::vector<std::string_view> cells = CsvReader(text, "").header();
+  return std::find(cells.begin(), cells.end(), column) != cells.end();
 }
 
 std::string writeMiniMallocCsv(const BufferList& list, const std::vector<Offset>& offsets) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "algorithms/placement_error.h"
+#include "io/minimalloc_csv.h"
 #include "io/sha256.h"
 #include "io/text.h"
 #include "memplan/limits.h"
@@ -142,36 +143,13 @@ Plan skeleton(const Input& input, const PlanOptions& options, const PlanProvenan
   return plan;
 }
 
-// Whether the header (the first line that is not blank) names an `offset`
-// column: the reader keeps offsets per row, so a file without rows tells
-// nothing there.
-bool hasOffsetColumn(std::string_view text) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  std::string_view line;
-  while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (line.find_first_not_of(" \t\r") != std::string_view::npos) break;
-  }
-  for (std::size_t from = 0;;) {
-    const std::size_t comma = line.find(',', from);
-    std::string_view cell = line.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from);
-    while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
-    while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
-    if (cell == "offset") return true;
-    if (comma == std::string_view::npos) return false;
-    from = comma + 1;
-  }
-}
-
 // A MiniMalloc CSV solution (an offset column) of a CSV buffer list.
 Plan planFromCsvSolution(const Input& input, std::string_view text, const std::string& name) {
   const BufferList* buffers = input.buffers();
   if (!buffers)
     throw InputError(fmt::format("{}: a CSV solution can only be checked against a CSV buffer list", name));
   const BufferList solution = readMiniMallocCsv(text, name);
-  if (!hasOffsetColumn(text)) throw InputError(fmt::format("{}: no 'offset' column", name));
+  if (!csvHasColumn(text, "offset")) throw InputError(fmt::format("{}: no 'offset' column", name));
   if (solution.ids.size() != buffers->ids.size())
     throw InputError(fmt::format("{}: rows do not match {}: {} rows for its {} buffers (one row a buffer)",
                                  name, input.source.name, solution.ids.size(), buffers->ids.size()));
