@@ -600,10 +600,6 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
   return out;
 }
 
-}  // namespace memplan
-
-namespace memplan {
-
 void checkTfliteRewrite(std::string_view original, std::string_view written, const std::string& source_name,
                         const std::vector<std::int32_t>& offsets) {
   const RewriteLayout o = readRewriteLayout(original, source_name);
