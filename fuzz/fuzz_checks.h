@@ -14,7 +14,7 @@
 #include "memplan/io.h"
 #include "memplan/plan.h"
 #include "memplan/pte.h"
-#include "memplan/replay.h"
+#include "verify/replay.h"
 #include "memplan/verify.h"
 
 namespace memplan::fuzz {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/sha256.h"
+#include "support/sha256.h"
 #include "memplan/memplan.h"
 #include "support/random_graph.h"
 #include "support/test_support.h"
@@ -69,6 +69,34 @@ TEST(Api, PlansEveryInputKindAndReadsThePlanBack) {
     EXPECT_EQ(back.source, in.source);
     EXPECT_EQ(back.algorithm, p.algorithm);
     EXPECT_EQ(writePlan(back, in), writePlan(p, in));  // the same bytes again
+  }
+}
+
+TEST(Api, FormatRowsSayWhatAnInputCanDo) {
+  // The rows, as the library and the shells read them.
+  const auto can = [](const char* name, InputAbility a) { return findInputFormat(name)->can(a); };
+  EXPECT_TRUE(can("pte", kCarriesPlan) && can("pte", kWritesPte));
+  EXPECT_FALSE(can("pte", kWritesTflite) || can("pte", kRunsOnTfliteMicro));
+  EXPECT_TRUE(can("tflite", kCarriesPlan) && can("tflite", kWritesTflite) &&
+              can("tflite", kRunsOnTfliteMicro));
+  EXPECT_FALSE(can("tflite", kWritesPte));
+  EXPECT_TRUE(can("graph_json", kCarriesPlan));
+  for (const char* name : {"csv", "spec_list", "onnx", "plan"}) EXPECT_EQ(findInputFormat(name)->abilities, 0u) << name;
+
+  // The façade acts on them: a graph writes no copy of itself, a CSV carries no plan.
+  const Input graph = readInput(test::sourceDir() / "examples/graphs/mlp.json");
+  const Plan plan = memplan::plan(graph);
+  const fs::path out = fs::path(::testing::TempDir()) / "format_rows.out";
+  fs::remove(out);
+  EXPECT_THROW(writePte(out, plan, graph), InputError);
+  EXPECT_THROW(writeTflite(out, plan, graph), InputError);
+  EXPECT_FALSE(fs::exists(out));
+  const Input csv = readInput(test::dataDir() / "minimalloc-challenging/example.12.csv");
+  try {
+    carriedPlan(csv);
+    ADD_FAILURE() << "a CSV buffer list carries no plan";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("carries no plan of its own"), std::string::npos) << e.what();
   }
 }
 

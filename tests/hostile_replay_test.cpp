@@ -11,7 +11,7 @@
 #include <string>
 
 #include "memplan/memplan.h"
-#include "memplan/replay.h"
+#include "verify/replay.h"
 #include "support/test_support.h"
 
 namespace memplan::test {

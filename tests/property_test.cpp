@@ -19,7 +19,7 @@
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
-#include "memplan/replay.h"
+#include "verify/replay.h"
 #include "memplan/verify.h"
 #include "support/random_graph.h"
 

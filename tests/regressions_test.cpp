@@ -9,7 +9,7 @@
 #include "../fuzz/fuzz_checks.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
-#include "memplan/replay.h"
+#include "verify/replay.h"
 #include "memplan/verify.h"
 #include "support/test_support.h"
 

@@ -1,6 +1,6 @@
 // Replay on hand-made plans: each test places tensors by hand so that the
 // expected verdict (and the clobber it names) is known exactly.
-#include "memplan/replay.h"
+#include "verify/replay.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "memplan/c_header.h"
 #include "memplan/io.h"
 #include "memplan/plan.h"
-#include "memplan/replay.h"
+#include "verify/replay.h"
 #include "memplan/runtime.h"
 #include "support/random_graph.h"
 #include "support/test_support.h"

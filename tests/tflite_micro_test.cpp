@@ -14,9 +14,10 @@
 #include "memplan/algorithm.h"
 #include "memplan/import.h"
 #include "memplan/memplan.h"
-#include "memplan/pinned.h"
+#include "plan/pinned.h"
 #include "memplan/plan.h"
-#include "memplan/tflite_micro.h"
+#include "plan/tflm_analysis.h"
+#include "export/tflite_writer.h"
 #include "memplan/verify.h"
 #include "support/test_support.h"
 

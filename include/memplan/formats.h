@@ -31,6 +31,18 @@ enum ImportOption : unsigned {
   kImportIgnoreOfflinePlan = 1u << 4,  // ignore_offline_plan
 };
 
+// What an input of a format can do beyond being planned, as the bits of
+// InputFormat::abilities: the library and the shells ask the row, never the
+// format's name.
+enum InputAbility : unsigned {
+  kCarriesPlan = 1u << 0,        // may carry a plan of its own (pins, an offline or embedded plan):
+                                 // `memplan verify|replay MODEL` without a PLAN file
+  kWritesTflite = 1u << 1,       // a copy with memplan's plan can be written (writeTflite)
+  kWritesPte = 1u << 2,          // a copy with memplan's plan can be written (writePte)
+  kRunsOnTfliteMicro = 1u << 3,  // its models run on TensorFlow Lite Micro: its planner is
+                                 // there to compare with, and its subgraphs share one time line
+};
+
 struct InputFormat {
   std::string_view name;          // "tflite": Python's Input.kind
   std::string_view description;   // "a TFLite model", for messages
@@ -44,11 +56,10 @@ struct InputFormat {
   InputContent (*read)(std::string_view bytes, const std::string& name,
                        const ImportOptions& options) = nullptr;
   unsigned import_options = 0;    // the ImportOption bits that apply
-  // Its models run on TensorFlow Lite Micro: the file keeps its bytes
-  // (Input::bytes) so an offline plan can be written into a copy, and
-  // TFLite Micro's own planner is there to compare with.
-  bool tflite_micro = false;
+  unsigned abilities = 0;         // the InputAbility bits
   std::string_view refusal;       // why a file that is not an input is refused
+
+  bool can(InputAbility ability) const { return (abilities & ability) != 0; }
 };
 
 // Every format, in the order their content tests are tried.

@@ -30,7 +30,7 @@
 #include "memplan/io.h"
 #include "memplan/plan.h"
 #include "memplan/pte.h"
-#include "memplan/replay.h"
+#include "memplan/verify.h"
 #include "memplan/report.h"
 #include "memplan/verify.h"
 
@@ -45,7 +45,7 @@ struct Input {
   SourceInfo source;
   ImportOptions import_options;      // what it was read with
   InputContent content;
-  // The file's bytes, when the format keeps them (InputFormat::tflite_micro).
+  // The file's bytes, when the format keeps them (formats that write a copy: kWritesTflite).
   std::shared_ptr<const std::string> bytes;
 
   static Input fromModel(Model model);
@@ -121,7 +121,7 @@ VerifyResult verifyCarriedPlan(const Input& input, const Plan& plan);
 // nullopt for other inputs and for plans with more than one pool.
 // arena_size is the kTensorArenaSize a TFLite Micro user sets with this
 // plan: its head plus TFLite Micro's own tensors, operators and kernel data
-// (estimated: tflmArenaEstimate in memplan/tflite_micro.h).
+// (estimated: tflmArenaEstimate, src/plan/tflm_analysis.h).
 struct TflmComparison {
   Bytes tflm = 0;
   Bytes plan = 0;
@@ -146,7 +146,7 @@ void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Inp
                   CHeaderOptions options = {});
 // A copy of the .tflite input carrying the plan as TensorFlow Lite Micro's
 // offline plan (pool 1 only). Returns warnings (one line each). The result
-// is read back first (checkTfliteRewrite, memplan/tflite_micro.h) and the
+// is read back first (checkTfliteRewrite, src/export/tflite_writer.h) and the
 // plan it carries verified as `memplan verify` would: PlanError otherwise,
 // nothing written.
 std::vector<std::string> writeTflite(const std::filesystem::path& path, const Plan& plan,

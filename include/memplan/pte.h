@@ -25,7 +25,7 @@
 
 #include "memplan/graph.h"
 #include "memplan/plan.h"
-#include "memplan/replay.h"
+#include "memplan/verify.h"
 #include "memplan/verify.h"
 
 namespace memplan {

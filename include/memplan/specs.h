@@ -40,7 +40,7 @@ struct PlanOptions {
   std::vector<MemId> spill_order;    // pool overflowing -> next in this list
   // Pinned tensors (Tensor::offset) may share bytes while alive together:
   // TensorFlow Lite Micro's offline plans may overlap on purpose. Off: such
-  // pins are refused (memplan/pinned.h) and the verifier reports them.
+  // pins are refused (checkPins) and the verifier reports them.
   bool allow_pinned_overlap = false;
 };
 

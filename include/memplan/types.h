@@ -6,6 +6,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 #include <utility>
 
 namespace memplan {
@@ -21,6 +23,16 @@ using MemId = std::int32_t;       // pool id; 0 is reserved for constants
 using BufferId = std::int32_t;    // index into a PoolProblem's buffers
 
 inline constexpr std::int32_t kNone = -1;
+
+// One-line messages, as every memplan error is worded.
+// Text from input files as it may appear in a message: valid, printable
+// UTF-8 is kept; control characters and bytes that are not valid UTF-8
+// become \xNN (a garbage header cannot garble a terminal). Cut after `max`
+// input bytes with "...".
+std::string printable(std::string_view s, std::size_t max = 200);
+// The candidate closest to `word` by edit distance, if close enough to be
+// what was meant (a typo, a missing or doubled letter); "" otherwise.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates);
 
 // How memplan writes a byte count: "512 B", "1.5 KiB", "12.3 MiB", "2.0 GiB"
 // (1 decimal, binary units); with `exact`, the exact count follows:

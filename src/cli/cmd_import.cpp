@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 namespace memplan::cli {
 

@@ -11,9 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli.h"
-#include "io/text.h"
-#include "cli/progress.h"
+#include "cli.h"
+#include "memplan/types.h"
+#include "progress.h"
 #include "memplan/report.h"
 
 namespace memplan::cli {

@@ -2,7 +2,7 @@
 // method selection.
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "memplan/report.h"
 
 namespace memplan::cli {

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "memplan/report.h"
 
 namespace memplan::cli {

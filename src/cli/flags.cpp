@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cli/cli.h"
-#include "io/text.h"
+#include "cli.h"
+#include "memplan/types.h"
 #include "memplan/limits.h"
 
 namespace memplan::cli {

@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cli.h"
-#include "io/text.h"
+#include "cli.h"
+#include "memplan/types.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The progress line: throttled, delayed, terminal only; see progress.h.
-#include "cli/progress.h"
+#include "progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

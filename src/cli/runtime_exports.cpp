@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "memplan/report.h"
 
 namespace memplan::cli {

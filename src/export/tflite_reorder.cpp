@@ -1,5 +1,5 @@
 // Writes a .tflite whose subgraphs run their operators in a new order (see
-// memplan/tflite_micro.h, reorderTfliteOperators).
+// export/tflite_writer.h, reorderTfliteOperators).
 //
 // A subgraph's operators are a vector of offsets to Operator tables, each
 // relative to its own slot and pointing forward. The tables lie after the
@@ -14,7 +14,7 @@
 
 #include "memplan/import.h"
 #include "memplan/order.h"
-#include "memplan/tflite_micro.h"
+#include "export/tflite_writer.h"
 
 namespace memplan {
 namespace {

@@ -1,5 +1,5 @@
 // Writes a .tflite model with a TensorFlow Lite Micro offline plan in its
-// metadata (see memplan/tflite_micro.h).
+// metadata (see export/tflite_writer.h).
 //
 // FlatBuffers offsets are unsigned and relative: every table, vector and
 // string points forward to what it refers to. So a whole flatbuffer moved
@@ -35,7 +35,7 @@
 #include <cstring>
 
 #include "import/flatbuffer_reader.h"
-#include "memplan/tflite_micro.h"
+#include "export/tflite_writer.h"
 
 namespace memplan {
 namespace {

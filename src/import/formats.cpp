@@ -148,13 +148,15 @@ const std::vector<InputFormat>& inputFormats() {
        .refusal = "this is a memplan plan, not a model; use `memplan verify|replay|report MODEL "
                   "PLAN`"},
       {.name = "pte", .description = "an ExecuTorch program", .plural = "ExecuTorch programs",
-       .extensions = {".pte"}, .sniff = sniffPte, .read = readPteContent},
+       .extensions = {".pte"}, .sniff = sniffPte, .read = readPteContent,
+       .abilities = kCarriesPlan | kWritesPte},
       {.name = "tflite", .description = "a TFLite model", .plural = "TFLite models",
        .extensions = {".tflite"}, .sniff = sniffTflite,
        .read = [](std::string_view b, const std::string& n, const ImportOptions& o) -> InputContent {
          return importTflite(b, n, o);
        },
-       .import_options = kImportUnknownSizeBytes | kImportIgnoreOfflinePlan, .tflite_micro = true},
+       .import_options = kImportUnknownSizeBytes | kImportIgnoreOfflinePlan,
+       .abilities = kCarriesPlan | kWritesTflite | kRunsOnTfliteMicro},
       {.name = "spec_list", .description = "an ExecuTorch spec list", .plural = "ExecuTorch spec lists",
        .extensions = {".json"}, .sniff = sniffSpecList,
        .read = [](std::string_view b, const std::string& n, const ImportOptions&) -> InputContent {
@@ -164,7 +166,8 @@ const std::vector<InputFormat>& inputFormats() {
        .extensions = {".json"}, .sniff = isJsonObject,
        .read = [](std::string_view b, const std::string& n, const ImportOptions&) -> InputContent {
          return readGraphJson(b, n);
-       }},
+       },
+       .abilities = kCarriesPlan},
       {.name = "csv", .description = "a MiniMalloc CSV buffer list", .plural = "MiniMalloc CSV buffer lists",
        .extensions = {".csv"}, .sniff = looksLikeCsv,
        .read = [](std::string_view b, const std::string& n, const ImportOptions&) -> InputContent {

@@ -11,16 +11,6 @@
 
 namespace memplan {
 
-bool GraphOrder::changed() const {
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (order[i] != static_cast<NodeId>(i)) return true;
-  return false;
-}
-
-bool OrderResult::changed() const {
-  return std::any_of(graphs.begin(), graphs.end(), [](const GraphOrder& g) { return g.changed(); });
-}
-
 Bytes orderBound(const Model& model, GraphId g, const PlanOptions& options) {
   const GraphSpecs gs = collectSpecs(model, g, options);
   std::vector<std::pair<TimeValue, std::int64_t>> events;  // (time, +/-1 index)

@@ -1,5 +1,5 @@
 // Pinned tensors: checks, and planning around pins that overlap on purpose
-// (see memplan/pinned.h).
+// (see plan/pinned.h).
 //
 // Overlapping pins, step by step:
 //  1. Per graph, the planned pinned specs of each pool become rectangles
@@ -17,7 +17,7 @@
 //     pins back.
 // The walker (walk.h) plans methods, bodies and shared state as planModel
 // does; this file supplies the step for one graph.
-#include "memplan/pinned.h"
+#include "plan/pinned.h"
 
 #include <algorithm>
 #include <map>

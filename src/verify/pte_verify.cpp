@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "memplan/pte.h"
+#include "verify/replay.h"
 
 namespace memplan {
 namespace {

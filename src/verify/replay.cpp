@@ -1,5 +1,5 @@
-// Replay of a plan on shadow arenas (see memplan/replay.h).
-#include "memplan/replay.h"
+// Replay of a plan on shadow arenas (see replay.h).
+#include "verify/replay.h"
 
 #include <algorithm>
 #include <iterator>

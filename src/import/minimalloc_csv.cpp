@@ -21,8 +21,8 @@
 #include <string>
 #include <unordered_set>
 
-#include "io/minimalloc_csv.h"
-#include "io/text.h"
+#include "import/minimalloc_csv.h"
+#include "support/text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "io/json_text.h"
-#include "io/text.h"
+#include "support/json_text.h"
+#include "support/text.h"
 #include "memplan/io.h"
 
 namespace memplan {

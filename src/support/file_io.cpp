@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "io/temp_files.h"
+#include "support/temp_files.h"
 #include "memplan/io.h"
 
 namespace memplan {

@@ -1,14 +1,4 @@
-// Plan JSON writer and reader (format: docs/plan-format.md).
-//
-// An allocation of a model's plan is identified by its tensor (`tensor`, the
-// TensorId of the storage's base), with the tensor's name beside it for
-// people (`id`). Otherwise (spec lists, buffer lists, and plans of versions
-// 1 to 3) by its spec's id: the integer id of an ExecuTorch spec list case
-// (spec names "id N"), else the name when it is unique in the graph, else
-// null plus the spec index. Writer and reader compute ids with the same
-// function, so `memplan verify` maps a plan back onto the specs recomputed
-// from the input, whatever their order. Names are written byte-exactly
-// (jsontext::textJson): two names never collide in a plan file.
+// Plan JSON reader (format: docs/plan-format.md; ids: import/plan_file.h).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,190 +9,31 @@
 #include <unordered_map>
 #include <variant>
 
-#include "io/json_text.h"
-#include "io/order_json.h"
-#include "io/text.h"
+#include "support/json_text.h"
+#include "import/order_json.h"
+#include "support/text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
+#include "import/plan_file.h"
 
 namespace memplan {
 namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
-
-using limits::kMaxPools;
-
-// ---- ids ----
-
-using SpecKey = std::variant<std::monostate, std::int64_t, std::string>;
-
-std::optional<std::int64_t> specListId(const std::string& name) {
-  if (name.size() < 4 || name.compare(0, 3, "id ") != 0) return std::nullopt;
-  std::int64_t v = 0;
-  const char* first = name.data() + 3;
-  const char* last = name.data() + name.size();
-  const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last || std::to_string(v) != name.substr(3)) return std::nullopt;
-  return v;
-}
-
-std::vector<SpecKey> specKeys(const GraphSpecs& specs) {
-  std::unordered_map<std::string_view, int> count;
-  for (const Spec& s : specs.specs) ++count[s.name];
-  std::vector<SpecKey> keys(specs.specs.size());
-  for (std::size_t i = 0; i < specs.specs.size(); ++i) {
-    const std::string& name = specs.specs[i].name;
-    if (name.empty() || count[name] != 1) continue;
-    if (auto id = specListId(name)) keys[i] = *id;
-    else keys[i] = name;
-  }
-  return keys;
-}
-
-// ---- writer ----
-
-// Six decimals: enough for a ratio or a duration, short and stable.
-double round6(double v) { return std::round(v * 1e6) / 1e6; }
-
+using planfile::SpecKey;
+using planfile::specKeys;
+using planfile::specListId;
+using planfile::methodsJson;
+using planfile::sharedStateJson;
+using planfile::bufferDeviceJson;
 using jsontext::dump;
-using jsontext::textJson;
-
-// Names as object keys (input shapes, dims): an object when every name is
-// valid UTF-8, else a list of {"name": ..., "value": ...} (a key cannot be
-// {"bytes": ...}).
-template <typename Map>
-ojson namedJson(const Map& map) {
-  bool plain = true;
-  for (const auto& entry : map) plain &= isUtf8(entry.first);
-  if (plain) {
-    ojson j = ojson::object();
-    for (const auto& [name, value] : map) j[name] = value;
-    return j;
-  }
-  ojson j = ojson::array();
-  for (const auto& [name, value] : map) j.push_back(ojson{{"name", textJson(name)}, {"value", value}});
-  return j;
-}
-
-ojson sourceJson(const SourceInfo& s) {
-  ojson j;
-  j["name"] = textJson(s.name);
-  j["size"] = s.size;
-  j["sha256"] = s.sha256;
-  return j;
-}
-
-ojson importJson(const ImportOptions& o) {
-  ojson j;
-  j["input_shapes"] = namedJson(o.input_shapes);
-  j["dims"] = namedJson(o.dims);
-  j["alias_views"] = o.alias_views;
-  j["unknown_size_bytes"] = o.unknown_size_bytes;
-  if (o.ignore_offline_plan) j["ignore_offline_plan"] = true;  // only when set: older files stay byte-identical
-  return j;
-}
-
-ojson searchJson(const Plan& p) {
-  ojson j;
-  j["effort"] = p.effort;
-  j["time_limit_seconds"] = p.time_limit_seconds;
-  j["seed"] = p.seed;
-  if (!p.search_stopped.empty()) j["stopped"] = p.search_stopped;  // only when cut short
-  return j;
-}
-
-ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
-  ojson j;
-  j["alloc_graph_input"] = o.alloc_graph_input;
-  j["alloc_graph_output"] = o.alloc_graph_output;
-  j["alloc_mutable_buffers"] = o.alloc_mutable_buffers;
-  j["alignment"] = o.alignment;
-  j["per_device"] = o.per_device;
-  j["share_mutable_buffers"] = o.share_mutable_buffers;
-  ojson caps = ojson::array();
-  for (const auto& c : o.capacities) caps.push_back(c ? ojson(*c) : ojson(nullptr));
-  j["capacities"] = std::move(caps);
-  j["spill_order"] = o.spill_order;
-  j["extra_padding"] = extra_padding;
-  if (o.allow_pinned_overlap) j["allow_pinned_overlap"] = true;  // only when set, as above
-  return j;
-}
-
-ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<SpecKey>& keys,
-                     bool by_tensor) {
-  ojson j;
-  const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
-  const SpecKey key = known ? keys[a.spec] : SpecKey{};
-  if (by_tensor && known && g.specs.specs[a.spec].tensor != kNone) {
-    j["id"] = textJson(g.specs.specs[a.spec].name);
-    j["tensor"] = g.specs.specs[a.spec].tensor;
-  } else if (const auto* i = std::get_if<std::int64_t>(&key)) {
-    j["id"] = *i;
-  } else if (const auto* s = std::get_if<std::string>(&key)) {
-    j["id"] = textJson(*s);
-  } else {
-    j["id"] = nullptr;
-    j["spec"] = a.spec;
-  }
-  j["mem_id"] = a.mem_id;
-  j["mem_obj_id"] = a.mem_obj_id;
-  j["mem_offset"] = a.offset;
-  j["size"] = a.size;
-  if (known) j["lifetime"] = {g.specs.specs[a.spec].first, g.specs.specs[a.spec].last};
-  return j;
-}
-
-void appendAllocations(std::string& out, const GraphPlan& g, const std::string& indent, bool by_tensor) {
-  const std::vector<SpecKey> keys = specKeys(g.specs);
-  out += '[';
-  for (std::size_t i = 0; i < g.allocations.size(); ++i) {
-    out += i ? ",\n" : "\n";
-    out += indent + "  " + dump(allocationJson(g, g.allocations[i], keys, by_tensor));
-  }
-  out += g.allocations.empty() ? "]" : "\n" + indent + "]";
-}
-
-ojson methodsJson(const Plan& plan) {
-  ojson out = ojson::array();
-  for (const MethodPlan& m : plan.methods) {
-    ojson j;
-    j["name"] = textJson(m.name);
-    j["graph"] = m.graph;
-    const bool known = m.graph >= 0 && static_cast<std::size_t>(m.graph) < plan.graphs.size();
-    j["bufsizes"] = known ? ojson(plan.graphs[m.graph].bufsizes) : ojson::array();
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-// null when the methods share no state.
-ojson sharedStateJson(const Plan& plan) {
-  const std::vector<StateSlot> slots = sharedState(plan);
-  if (slots.empty()) return nullptr;
-  ojson j;
-  j["mode"] = plan.options.share_mutable_buffers ? "executorch" : "memplan";
-  ojson buffers = ojson::array();
-  for (const StateSlot& s : slots)
-    buffers.push_back(ojson{{"fqn", textJson(s.fqn)}, {"mem_id", s.mem_id}, {"mem_offset", s.offset}, {"size", s.size}});
-  j["buffers"] = std::move(buffers);
-  return j;
-}
-
-ojson bufferDeviceJson(const GraphPlan& g) {
-  ojson out = ojson::array();
-  for (const BufferDevice& d : nonConstBufferDevice(g))
-    out.push_back(ojson{{"buffer_idx", d.buffer_idx}, {"device_type", d.device.type},
-                        {"device_index", d.device.index}});
-  return out;
-}
-
-// ---- reader ----
-
+using jsontext::item;
 using jsontext::oneLine;
+using jsontext::textJson;
 using jsontext::typeName;
 
-using jsontext::item;
+using limits::kMaxPools;
 
 class PlanReader : public jsontext::Fields {
  public:
@@ -613,82 +444,6 @@ class PlanReader : public jsontext::Fields {
 };
 
 }  // namespace
-
-std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
-  std::string out = "{\n  \"format\": \"memplan-plan\",\n  \"version\": 4,\n";
-  out += "  \"source\": " + dump(sourceJson(plan.source)) + ",\n";
-  out += "  \"import_options\": " + dump(importJson(plan.import_options)) + ",\n";
-  out += "  \"algorithm\": " + dump(ojson(plan.algorithm)) + ",\n";
-  out += "  \"options\": " + dump(optionsJson(plan.options, plan.extra_padding)) + ",\n";
-  out += "  \"search\": " + dump(searchJson(plan)) + ",\n";
-  if (const ojson order = orderJson(plan); !order.is_null()) out += "  \"order\": " + dump(order) + ",\n";
-  if (options.include_timing)
-    out += "  \"planning_seconds\": " + dump(ojson(round6(plan.planning_seconds))) + ",\n";
-  if (!plan.methods.empty()) {
-    out += "  \"methods\": [";
-    const ojson methods = methodsJson(plan);
-    for (std::size_t i = 0; i < methods.size(); ++i) out += (i ? ",\n    " : "\n    ") + dump(methods[i]);
-    out += "\n  ],\n";
-  }
-  if (const ojson state = sharedStateJson(plan); !state.is_null())
-    out += "  \"shared_state\": " + dump(state) + ",\n";
-  if (!plan.graphs.empty()) {
-    // The main graph's numbers again at the top, shaped like the expected
-    // block of an ExecuTorch conformance case.
-    out += "  \"bufsizes\": " + dump(ojson(plan.graphs[0].bufsizes)) + ",\n";
-    out += "  \"allocations\": ";
-    appendAllocations(out, plan.graphs[0], "  ", model != nullptr);
-    out += ",\n";
-  }
-  out += "  \"graphs\": [";
-  for (std::size_t gi = 0; gi < plan.graphs.size(); ++gi) {
-    const GraphPlan& g = plan.graphs[gi];
-    out += gi ? ",\n    {\n" : "\n    {\n";
-    out += "      \"graph\": " + std::to_string(gi) + ",\n";
-    const bool named = model && gi < model->graphs.size();
-    out += "      \"name\": " + dump(textJson(named ? model->graphs[gi].name : std::string())) + ",\n";
-    out += "      \"steps\": " + std::to_string(g.specs.steps) + ",\n";
-    out += "      \"bufsizes\": " + dump(ojson(g.bufsizes)) + ",\n";
-    ojson devices = ojson::array();
-    for (std::size_t m = 0; m < g.bufsizes.size(); ++m)
-      devices.push_back(m < g.pool_devices.size() ? g.pool_devices[m].str() : Device{}.str());
-    out += "      \"pool_devices\": " + dump(devices) + ",\n";
-    if (const ojson bd = bufferDeviceJson(g); !bd.empty())
-      out += "      \"non_const_buffer_device\": " + dump(bd) + ",\n";
-    out += "      \"pools\": [";
-    for (std::size_t p = 0; p < g.pools.size(); ++p) {
-      const PoolInfo& info = g.pools[p];
-      ojson j;
-      j["mem_id"] = info.mem_id;
-      j["device"] = info.device.str();
-      j["size"] = info.size;
-      j["lower_bound"] = info.lower_bound;
-      j["ratio"] = info.lower_bound > 0
-                       ? ojson(round6(static_cast<double>(info.size) /
-                                      static_cast<double>(info.lower_bound)))
-                       : ojson(nullptr);
-      j["naive_size"] = info.naive_size;
-      j["reserved"] = info.reserved;
-      j["buffers"] = info.buffers;
-      j["algorithm"] = info.algorithm;
-      j["proven_optimal"] = info.proven_optimal;
-      j["work"] = info.work;
-      if (info.state) j["state"] = true;
-      out += p ? ",\n        " : "\n        ";
-      out += dump(j);
-    }
-    out += g.pools.empty() ? "],\n" : "\n      ],\n";
-    out += "      \"allocations\": ";
-    appendAllocations(out, g, "      ", model != nullptr);
-    out += "\n    }";
-  }
-  out += plan.graphs.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
-}
-
-std::string writePlanJson(const Plan& plan, const Model* model) {
-  return writePlanJson(plan, model, PlanJsonOptions{});
-}
 
 PlanProvenance readPlanProvenance(std::string_view text, const std::string& source_name) {
   const PlanReader r(source_name);

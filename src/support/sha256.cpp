@@ -1,6 +1,6 @@
 // SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, big-endian words,
 // 64 rounds per block. Not a hot path (once per input file), so plain code.
-#include "io/sha256.h"
+#include "support/sha256.h"
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "io/text.h"
+#include "support/text.h"
 
 #include <algorithm>
 #include <cmath>

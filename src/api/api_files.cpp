@@ -10,13 +10,14 @@
 #include "plan/plan_order.h"
 
 #include "memplan/memplan.h"
-#include "memplan/tflite_micro.h"
+#include "plan/tflm_analysis.h"
+#include "export/tflite_writer.h"
 
 namespace memplan {
 namespace {
 
 const Model* tfliteMicroModel(const Input& input) {
-  return input.format->tflite_micro ? input.model() : nullptr;
+  return input.format->can(kRunsOnTfliteMicro) ? input.model() : nullptr;
 }
 
 std::string fileName(const Input& input) {
@@ -96,7 +97,7 @@ Plan carriedPlan(const Input& input, bool allow_pinned_overlap) {
     return plan;
   }
   bool pinned = false;
-  if (const Model* m = input.model())
+  if (const Model* m = input.model(); m && input.format->can(kCarriesPlan))
     for (const Tensor& t : m->tensors) pinned |= t.offset.has_value();
   if (!pinned)
     throw InputError(fmt::format("{}: carries no plan of its own (no pinned tensor, no TFLite Micro "
@@ -163,8 +164,8 @@ void writeCHeader(const std::filesystem::path& path, const Plan& plan, const Inp
 
 std::vector<std::string> writeTflite(const std::filesystem::path& path, const Plan& plan,
                                      const Input& input) {
-  const Model* m = tfliteMicroModel(input);
-  if (!m || !input.bytes)
+  const Model* m = input.model();
+  if (!input.format->can(kWritesTflite) || !m || !input.bytes)
     throw InputError(fmt::format("writeTflite: {} is not a .tflite model", input.source.name));
   const TfliteTensorIndex index = tfliteTensorIndex(*input.bytes, input.source.name);
   const std::vector<std::int32_t> offsets = tfliteOfflineOffsets(*m, plan, index);
@@ -185,7 +186,7 @@ std::vector<std::string> writeTflite(const std::filesystem::path& path, const Pl
 
 void writePte(const std::filesystem::path& path, const Plan& plan, const Input& input) {
   const PteProgram* program = input.pte();
-  if (!program)
+  if (!input.format->can(kWritesPte) || !program)
     throw InputError(fmt::format("writePte: {} is not an ExecuTorch program (.pte)", input.source.name));
   // writePte reads its result back and checks that the plan read back is
   // this one; this one must pass `memplan verify` (the Python exporter may

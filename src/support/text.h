@@ -7,13 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "memplan/types.h"  // printable, closest
+
 namespace memplan {
 
-// Text from input files as it may appear in a message: valid, printable
-// UTF-8 is kept; control characters and bytes that are not valid UTF-8
-// become \xNN (a garbage header cannot garble a terminal). Cut after `max`
-// input bytes with "...".
-std::string printable(std::string_view s, std::size_t max = 200);
 
 // Whether `s` is valid UTF-8 (no overlong forms, surrogates or code points
 // above U+10FFFF): what a JSON string can hold.
@@ -28,8 +25,5 @@ bool isUtf8(std::string_view s);
 std::string escapeBytes(std::string_view s);
 std::optional<std::string> unescapeBytes(std::string_view s);
 
-// The candidate closest to `word` by edit distance, if close enough to be
-// what was meant (a typo, a missing or doubled letter); "" otherwise.
-std::string closest(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace memplan

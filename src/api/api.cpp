@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 
 #include "algorithms/placement_error.h"
-#include "io/minimalloc_csv.h"
-#include "io/sha256.h"
-#include "io/text.h"
+#include "import/minimalloc_csv.h"
+#include "support/sha256.h"
+#include "support/text.h"
 #include "memplan/limits.h"
 #include "memplan/memplan.h"
-#include "memplan/pinned.h"
+#include "plan/pinned.h"
 #include "plan/plan_order.h"
+#include "verify/replay.h"
 
 namespace memplan {
 namespace {
@@ -270,7 +271,8 @@ Input readInput(std::string_view bytes, const std::string& name, const ImportOpt
   Input in;
   in.format = &format;
   in.content = format.read(bytes, name, options);
-  if (format.tflite_micro) in.bytes = std::make_shared<const std::string>(bytes);
+  // A copy is written from the file's own bytes.
+  if (format.can(kWritesTflite)) in.bytes = std::make_shared<const std::string>(bytes);
   in.source.name = name;
   in.source.size = bytes.size();
   in.source.sha256 = sha256Hex(bytes);

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/json_text.h"
+#include "support/json_text.h"
 #include "memplan/plan.h"
 
 namespace memplan {

@@ -1,9 +1,9 @@
 // Parsing and field access for memplan's JSON readers (see json_text.h).
-#include "io/json_text.h"
+#include "support/json_text.h"
 
 #include <algorithm>
 
-#include "io/text.h"
+#include "support/text.h"
 #include "memplan/types.h"
 
 namespace memplan::jsontext {

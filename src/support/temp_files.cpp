@@ -1,4 +1,4 @@
-#include "io/temp_files.h"
+#include "support/temp_files.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -21,7 +21,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "io/json_text.h"
+#include "support/json_text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
 

@@ -27,7 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/json_text.h"
+#include "support/json_text.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
 

@@ -1,5 +1,5 @@
 // The order search's record in plan JSON (see order_json.h).
-#include "io/order_json.h"
+#include "import/order_json.h"
 
 #include "memplan/limits.h"
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 
+#include "memplan/order.h"
 #include "memplan/plan.h"
 
 namespace memplan {
@@ -50,6 +51,17 @@ std::vector<StateSlot> sharedState(const Plan& plan) {
     return std::tie(a.mem_id, a.offset, a.fqn) < std::tie(b.mem_id, b.offset, b.fqn);
   });
   return out;
+}
+
+// Facts of an order (memplan/order.h): every stage that reads one asks.
+bool GraphOrder::changed() const {
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (order[i] != static_cast<NodeId>(i)) return true;
+  return false;
+}
+
+bool OrderResult::changed() const {
+  return std::any_of(graphs.begin(), graphs.end(), [](const GraphOrder& g) { return g.changed(); });
 }
 
 }  // namespace memplan

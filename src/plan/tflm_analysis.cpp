@@ -1,5 +1,5 @@
 // TensorFlow Lite Micro's view of a model and memplan's plan as TFLM's
-// offline plan (see memplan/tflite_micro.h).
+// offline plan (see plan/tflm_analysis.h).
 //
 // TFLM's time line (AllocationInfoBuilder::MarkAllocationLifetimes), per
 // subgraph invocation, starting with subgraph 0 at scope 0:
@@ -12,7 +12,7 @@
 //  3. the subgraph's outputs are used at the final scope.
 // A body run by several operators is marked at every run; the last run's
 // marks stand, as in TFLM.
-#include "memplan/tflite_micro.h"
+#include "plan/tflm_analysis.h"
 
 #include <algorithm>
 #include <limits>
