@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "memplan/memplan.h"
 #include "memplan/order.h"
 #include "memplan/pte.h"
@@ -150,6 +152,36 @@ TEST(PteReorder, ValuesThatAreNotTensorsKeepTheirOrder) {
   EXPECT_EQ(firstOutputs(r)[0], p.model.graphs[0].nodes[1].outputs[0]);
 }
 
+// A plan file recording an order the graph allows but the instructions do
+// not (the Int read before it is written) is refused, naming the method.
+TEST(PteReorder, RecordedOrderThatBreaksAValueIsRefused) {
+  PteMethodSpec m;
+  const std::int32_t x = m.tensor({4}, 1, 0), y = m.tensor({4}, 1, 16), z = m.tensor({4}, 1, 32);
+  const std::int32_t dim = m.integer(0), size = m.integer(0);
+  m.inputs = {x};
+  m.rawKernel("executorch_prim::sym_size", {x, dim, size});
+  m.kernel("aten::relu", {x}, {y});
+  m.rawKernel("aten::view_copy", {y, size, z, z});
+  m.outputs = {z};
+  m.buffer_sizes = std::vector<std::int64_t>{0, 48};
+  PteProgramSpec spec;
+  spec.methods.push_back(std::move(m));
+  const Input in = readInput(test::buildPte(spec), "int.pte");
+  PlanRequest r;
+  r.reorder = ReorderMode::Report;
+  nlohmann::json j = nlohmann::json::parse(writePlan(memplan::plan(in, r), in, {}));
+  j["order"]["applied"] = true;
+  j["order"]["graphs"][0]["nodes"] = {1, 2, 0};
+  const Plan recorded = readPlan(j.dump(), "int.plan.json", in);
+  try {
+    (void)verify(in, recorded);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("int.pte: method 'forward': the order is not one its instructions can run in", 0), 0u)
+        << e.what();
+  }
+}
+
 // A delegate's first output is not its last argument: it is written where
 // it is first named, and its readers come after.
 TEST(PteReorder, DelegateOutputsAreWrittenWhereFirstNamed) {
@@ -218,6 +250,26 @@ TEST(PteReorder, RealProgramsWriteBackAndVerify) {
     EXPECT_TRUE(replayPte(back, embeddedPlan(back)).ok());
     if (std::string(name) == "cond") {
       EXPECT_NE(plan.order.graphs[0].fixed.find("has gaps"), std::string::npos);
+      EXPECT_FALSE(plan.order_applied);
+    }
+    if (std::string(name) == "keyword_spotting") {
+      EXPECT_FALSE(plan.order_applied);  // a chain: no other order
+    }
+    if (std::string(name) == "llm_prefill_decode_xnnpack") {
+      // Shared KV caches are pinned state (alive at every step): the
+      // methods are reordered, the caches keep their offsets.
+      ASSERT_TRUE(plan.order_applied);
+      EXPECT_EQ(plan.order.graphs[0].bound_given, 7296u);
+      EXPECT_EQ(plan.order.graphs[0].bound_found, 5312u);
+      EXPECT_EQ(plan.order.graphs[1].bound_given, 7680u);
+      EXPECT_EQ(plan.order.graphs[1].bound_found, 5888u);
+      EXPECT_EQ(back.methods[0].buffer_sizes, (std::vector<Bytes>{0, 3328, 2048}));
+      EXPECT_EQ(back.methods[1].buffer_sizes, (std::vector<Bytes>{0, 3904, 2048}));
+      const PteProgram given = readPte(test::readText(test::dataDir() / "executorch-programs" / (std::string(name) + ".pte")), name);
+      for (std::size_t t = 0; t < given.tensors.size(); ++t)
+        if (given.tensors[t].shared) {
+          EXPECT_EQ(back.tensors[t].allocation, given.tensors[t].allocation) << given.model.tensors[t].name;
+        }
     }
   }
 }
