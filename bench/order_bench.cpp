@@ -2,13 +2,15 @@
 // each model's graphs (nodes; the bound of the given order and of the order
 // found, summed over the graphs; how many changed and how many are proven
 // optimal), the entry graphs' arenas planned in the order found (a .pte:
-// in its own order, its instructions are not reordered) and the search's
-// time.
+// its instructions reordered within the segments between jumps) and the
+// search's time.
 //
 //   order_bench [MODELS_DIR] [--effort X]
 //
 // MODELS_DIR defaults to the example models (scripts/fetch-models.sh); the
-// ExecuTorch programs come from tests/data/executorch-programs.
+// ExecuTorch programs come from tests/data/executorch-programs and
+// examples/executorch, the graphs from examples/graphs, and the sample of
+// Debian's ONNX test models (libonnx-testdata) the tests import is one row.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "memplan/memplan.h"
+#include "memplan/pte.h"
 
 namespace {
 
@@ -58,11 +61,41 @@ std::vector<Case> cases(const fs::path& models, const fs::path& data) {
   ImportOptions legacy;
   legacy.dims = {{"batch", 1}, {"sequence", 512}};
   out.push_back({"silero_vad_legacy.onnx", models / "vad/silero_vad_legacy.onnx", legacy});
+  // As python/tests/test_runtime_onnx.py runs them.
+  ImportOptions v6 = shape({{"input", {1, 256}}, {"state", {2, 1, 128}}});
+  v6.unknown_size_bytes = 65536;
+  out.push_back({"silero_vad_v6.onnx (unknown sizes at 64 KiB)", models / "vad/silero_vad_v6.onnx", v6});
+  ImportOptions loop;
+  loop.unknown_size_bytes = 64;
+  for (const char* p : {"test_if.onnx", "test_loop11.onnx", "test_scan9_sum.onnx", "test_scan_sum.onnx"})
+    out.push_back({p, models / "onnx-node" / p, std::string(p) == "test_loop11.onnx" ? loop : ImportOptions{}});
   for (const char* p : {"add.pte", "module_linear_no_constant_segment.pte", "keyword_spotting.pte",
                         "cond.pte", "llm_prefill_decode_xnnpack.pte"})
     out.push_back({p, data / "executorch-programs" / p, {}});
+  const fs::path examples = data.parent_path().parent_path() / "examples";
+  out.push_back({"greedy_gap.pte", examples / "executorch/greedy_gap.pte", {}});
+  for (const char* p : {"tiny.json", "mlp.json", "two_branches.json", "decoder_kv.json"})
+    out.push_back({p, examples / "graphs" / p, {}});
   return out;
 }
+
+// The dense models of Debian's ONNX test data that onnx_import_test.cpp
+// imports (OnnxTestdataSampleImportsPlansAndVerifies), one row together.
+const fs::path kOnnxTestdata = "/usr/share/libonnx-testdata/data";
+const char* const kOnnxSample[] = {
+    "node/test_conv_with_strides_padding", "node/test_lstm_defaults",
+    "node/test_gru_defaults", "node/test_resize_downsample_scales_linear", "node/test_if",
+    "node/test_scan9_sum", "node/test_scan_sum", "node/test_range_float_type_positive_delta",
+    "node/test_reduce_mean_default_axes_keepdims_example", "node/test_split_equal_parts_1d",
+    "node/test_gather_0", "node/test_matmul_4d", "node/test_softmax_axis_0",
+    "node/test_einsum_batch_matmul", "node/test_maxpool_2d_pads",
+    "node/test_averagepool_2d_same_upper", "node/test_batchnorm_example",
+    "node/test_layer_normalization_2d_axis0", "node/test_reshape_reordered_all_dims",
+    "node/test_transpose_all_permutations_0", "node/test_concat_3d_axis_1", "node/test_slice",
+    "node/test_expand_dim_changed", "node/test_tile", "node/test_top_k",
+    "node/test_convtranspose", "node/test_dft", "node/test_stft", "node/test_sce_mean",
+    "node/test_dynamicquantizelinear", "node/test_qlinearconv",
+    "simple/test_expand_shape_model1"};
 
 std::string commas(Bytes b) {
   std::string s = std::to_string(b);
@@ -82,9 +115,10 @@ Row measure(const Input& in, double effort) {
   const Model& m = *in.model();
   PlanRequest r;
   r.params.effort = effort;
-  r.reorder = in.pte() ? ReorderMode::Report : ReorderMode::Apply;  // .pte: bounds only
+  r.reorder = ReorderMode::Apply;
   const auto t0 = std::chrono::steady_clock::now();
-  const OrderResult order = searchOrder(m, r.options, OrderParams{.effort = effort});
+  const OrderConstraints pte = in.pte() ? pteOrderConstraints(*in.pte()) : OrderConstraints{};
+  const OrderResult order = searchOrder(m, r.options, OrderParams{.effort = effort}, &pte);
   Row row;
   row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Plan p = plan(in, r);
@@ -99,8 +133,13 @@ Row measure(const Input& in, double effort) {
     row.proven += g.proven_optimal;
   }
   if (row.method.empty()) row.method = "-";
-  for (const Method& method : m.entryPoints())
-    for (Bytes b : p.graphs.at(static_cast<std::size_t>(method.graph)).bufsizes) row.arena += b;
+  if (in.pte()) {  // every method is an entry point
+    for (const GraphPlan& g : p.graphs)
+      for (Bytes b : g.bufsizes) row.arena += b;
+  } else {
+    for (const Method& method : m.entryPoints())
+      for (Bytes b : p.graphs.at(static_cast<std::size_t>(method.graph)).bufsizes) row.arena += b;
+  }
   if (!verify(in, p).ok()) row.method += " (VERIFY FAILED)";
   return row;
 }
@@ -132,6 +171,36 @@ int main(int argc, char** argv) {
                 graphs, r.nodes, commas(r.given).c_str(), commas(r.found).c_str(), ratio, r.changed,
                 r.proven, graphs, commas(r.arena).c_str(), r.method.c_str(), r.seconds);
   }
+  // The libonnx-testdata sample: one row, each model's ratio counted.
+  Row sum;
+  std::size_t graphs = 0, models_seen = 0;
+  for (const char* rel : kOnnxSample) {
+    const fs::path path = kOnnxTestdata / rel / "model.onnx";
+    if (!fs::exists(path)) continue;
+    const Input in = readInput(path, {});
+    const Row r = measure(in, effort);
+    ratios.push_back(r.given ? static_cast<double>(r.found) / static_cast<double>(r.given) : 1.0);
+    graphs += in.model()->graphs.size();
+    ++models_seen;
+    sum.nodes += r.nodes;
+    sum.given += r.given;
+    sum.found += r.found;
+    sum.arena += r.arena;
+    sum.seconds += r.seconds;
+    sum.changed += r.changed;
+    sum.proven += r.proven;
+    if (r.method != "-" && sum.method.find(r.method) == std::string::npos)
+      sum.method += (sum.method.empty() ? "" : ", ") + r.method;
+  }
+  if (models_seen > 0)
+    std::printf("| libonnx-testdata sample (%zu models, summed) | %zu | %zu | %s | %s | %.4f | %zu | %zu of %zu "
+                "| %s | %s | %.2f s |\n",
+                models_seen, graphs, sum.nodes, commas(sum.given).c_str(), commas(sum.found).c_str(),
+                sum.given ? static_cast<double>(sum.found) / static_cast<double>(sum.given) : 1.0, sum.changed,
+                sum.proven, graphs, commas(sum.arena).c_str(), sum.method.empty() ? "-" : sum.method.c_str(),
+                sum.seconds);
+  else
+    std::fprintf(stderr, "order_bench: libonnx-testdata missing (scripts/setup.sh installs it)\n");
   if (ratios.empty()) return 1;
   std::sort(ratios.begin(), ratios.end());
   std::printf("\nbest %.3f, median %.3f of the given order's bound (%zu models)\n", ratios.front(),

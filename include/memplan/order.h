@@ -34,7 +34,9 @@
 //     with effects the graph does not show (no outputs, or a control-flow
 //     node, whose bodies may write state). A graph with gaps (node windows)
 //     or pinned offsets is not reordered at all: both are stated for the
-//     given order.
+//     given order (pinned state excepted: it lives at every step). A
+//     runtime may need more kept (OrderConstraints: a .pte's values and
+//     jumps).
 //  3. Cost of a step. With the set S of nodes run so far, the bytes live
 //     while node v runs are: items live across the boundary of S (started
 //     in S or at the start, still needed after S or at the end), plus v's
@@ -74,6 +76,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memplan/graph.h"
@@ -111,6 +114,15 @@ struct OrderResult {
   bool changed() const;
 };
 
+// What a runtime keeps in order beyond what the graph shows (a .pte's
+// instruction chains: memplan/pte.h, pteOrderConstraints), by graph: pairs
+// (a, b) of given indices, a < b, whose order stays; and why a graph may
+// not be reordered at all ("" = it may). Missing entries constrain nothing.
+struct OrderConstraints {
+  std::vector<std::vector<std::pair<NodeId, NodeId>>> edges;
+  std::vector<std::string> fixed;
+};
+
 // The bound of graph `g` in its current node order: the peak over steps of
 // the bytes the planned specs of collectSpecs(model, g, options) hold
 // (sizes rounded up to alignment; shared state left out). O(n log n).
@@ -118,8 +130,10 @@ Bytes orderBound(const Model& model, GraphId g, const PlanOptions& options);
 
 // Searches every graph of the model (options as planModel gets them:
 // bodies get graphPlanOptions). Deterministic.
+// `constraints`, when given, are kept as well.
 OrderResult searchOrder(const Model& model, const PlanOptions& options,
-                        const OrderParams& params = {});
+                        const OrderParams& params = {},
+                        const OrderConstraints* constraints = nullptr);
 
 // The model with each graph's nodes permuted: orders[g][i] is the given
 // index of the node that runs i-th (an empty list keeps graph g's order).
@@ -133,6 +147,7 @@ Model reorderedModel(const Model& model, const PlanOptions& options = {},
 // Whether `order` (given indices) runs every node of graph `g` after the
 // nodes it reads from (and the nodes the search keeps in order); used by
 // tests and by readers of recorded orders.
-bool isValidOrder(const Model& model, GraphId g, const std::vector<NodeId>& order);
+bool isValidOrder(const Model& model, GraphId g, const std::vector<NodeId>& order,
+                  const OrderConstraints* constraints = nullptr);
 
 }  // namespace memplan

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "memplan/graph.h"
+#include "memplan/order.h"
 #include "memplan/plan.h"
 #include "memplan/verify.h"
 #include "memplan/verify.h"
@@ -136,6 +137,24 @@ Bytes pteDefaultExtraPadding(const PteProgram& program);
 // The result is read back and checked before it is returned: same fields,
 // same segments, the plan it was given. Throws InputError/PlanError.
 std::string writePte(const PteProgram& program, const Plan& plan);
+
+// What must keep its order for the program's instructions to run as they
+// do in another order (pte_reorder.cpp): per method, pairs of instructions
+// (values read after they are written and not overwritten before they are
+// read, storage linked by moves or kept between calls, jumps and their
+// destinations as barriers), and why a method keeps its order (several
+// chains, lists that cannot be permuted in place). For searchOrder.
+OrderConstraints pteOrderConstraints(const PteProgram& program);
+
+// The program with method m's instructions run in orders[m] (the given
+// index of the instruction that runs i-th; empty: kept): each chain's
+// instruction list (and stack trace) permuted in place, jump destinations
+// remapped; its model in that order, its tensors and their storage as the
+// original's (the plan the bytes carry is still the file's: plan it with
+// planPte, write it with writePte). Checked: the orders keep
+// pteOrderConstraints, and the result lists the original's fields with the
+// instructions in the new order. Throws InputError/PlanError.
+PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<NodeId>>& orders);
 
 // Every field of the file, one per line, in a canonical form (byte blobs
 // and segments as length and hash). Without `with_plan`, the plan fields

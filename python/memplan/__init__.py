@@ -130,6 +130,7 @@ def plan(
     dims: _Optional[_Mapping[str, int]] = None,
     alias_views: bool = False,
     unknown_size_bytes: int = 0,
+    reorder: _Union[bool, str] = False,
 ) -> Plan:
     """Plans a model and returns the :class:`Plan`.
 
@@ -155,6 +156,10 @@ def plan(
     capacities: pool size limits, ``{mem_id: bytes}``; a pool over its
         capacity spills tensors into the next pool of ``spill_order``.
     spill_order: the pools to spill into, in order.
+    reorder: ``True``: search an execution order that needs less memory and
+        plan in it (``memplan plan --reorder``; ``Plan.order`` is the order
+        used, ``Plan.write_tflite``/``write_pte`` write it); ``"report"``:
+        search and report only (``Plan.order_search``).
 
     The GIL is released while planning. Raises InputError (bad input or
     argument) or PlanError (e.g. tensors that fit no pool).
@@ -170,6 +175,7 @@ def plan(
         {_int(k, "capacities"): _int(v, "capacities") for k, v in (capacities or {}).items()},
         [_int(m, "spill_order") for m in (spill_order or [])],
         bool(share_mutable_buffers), bool(allow_pinned_overlap),
+        "apply" if reorder is True else "" if reorder is False else str(reorder),
     )
 
 

@@ -496,6 +496,32 @@ PYBIND11_MODULE(_memplan, m) {
       .def_property_readonly("extra_padding", [](const PyPlan& p) { return p.plan->extra_padding; })
       .def_property_readonly("effort", [](const PyPlan& p) { return p.plan->effort; })
       .def_property_readonly("planning_seconds", [](const PyPlan& p) { return p.plan->planning_seconds; })
+      .def_property_readonly("order", [](const PyPlan& p) -> py::object {
+            if (!p.plan->order_applied) return py::none();
+            py::list out;
+            for (const GraphOrder& g : p.plan->order.graphs) out.append(py::cast(g.order));
+            return out; },
+          "Per graph, the node indices (given order) in the order the plan was made for, "
+          "when reorder=True changed it; None when the plan is for the given order.")
+      .def_property_readonly("order_search", [](const PyPlan& p) -> py::object {
+            if (p.plan->order.graphs.empty()) return py::none();
+            py::list out;
+            for (const GraphOrder& g : p.plan->order.graphs) {
+              py::dict d;
+              d["graph"] = g.graph;
+              d["nodes"] = g.order;
+              d["bound_given"] = g.bound_given;
+              d["bound_found"] = g.bound_found;
+              d["method"] = g.method;
+              d["proven_optimal"] = g.proven_optimal;
+              d["changed"] = g.changed();
+              d["fixed"] = g.fixed;
+              d["work"] = g.work;
+              out.append(std::move(d));
+            }
+            return out; },
+          "The order search (reorder=True or 'report'), per graph: the order found and its "
+          "bound beside the given order's; None without a search.")
       .def("to_json", [](const PyPlan& p, bool include_timing) {
             WritePlanOptions o;
             o.include_timing = include_timing;
@@ -566,8 +592,13 @@ PYBIND11_MODULE(_memplan, m) {
         [](const InputPtr& input, const std::string& algorithm, Bytes alignment, std::optional<std::int64_t> extra_padding,
            bool plan_inputs, bool plan_outputs, bool plan_mutable_buffers, bool per_device, double effort,
            double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
-           const std::vector<std::int64_t>& spill_order, bool share_mutable_buffers, bool allow_pinned_overlap) {
+           const std::vector<std::int64_t>& spill_order, bool share_mutable_buffers, bool allow_pinned_overlap,
+           const std::string& reorder) {
           PlanRequest r;
+          if (reorder == "apply") r.reorder = ReorderMode::Apply;
+          else if (reorder == "report") r.reorder = ReorderMode::Report;
+          else if (!reorder.empty())
+            throw InputError(fmt::format("reorder: '{}' is not True, False or 'report'", reorder));
           r.algorithm = algorithm;
           r.options.alignment = alignment;
           if (extra_padding) {
@@ -593,7 +624,8 @@ PYBIND11_MODULE(_memplan, m) {
         py::arg("input"), py::arg("algorithm"), py::arg("alignment"), py::arg("extra_padding"),
         py::arg("plan_inputs"), py::arg("plan_outputs"), py::arg("plan_mutable_buffers"), py::arg("per_device"),
         py::arg("effort"), py::arg("time_limit"), py::arg("capacities"), py::arg("spill_order"),
-        py::arg("share_mutable_buffers") = false, py::arg("allow_pinned_overlap") = false);
+        py::arg("share_mutable_buffers") = false, py::arg("allow_pinned_overlap") = false,
+        py::arg("reorder") = "");
 
   // ---- verify / replay ----
   py::class_<PyVerify>(m, "VerifyResult", "The verifier's verdict on a plan.")

@@ -143,6 +143,26 @@ def test_options_reach_the_planner():
     assert naive.bufsizes == [0, 80] and naive.winner == "naive"
 
 
+def test_reorder_plans_in_the_order_found(tmp_path):
+    """The order search from Python: the same order, plan and plan file as
+    `memplan plan --reorder`; 'report' searches without using it."""
+    two = ROOT / "examples" / "graphs" / "two_branches.json"
+    p = memplan.plan(two, reorder=True)
+    assert p.order == [[0, 2, 1, 3, 4]]  # one wide layer at a time
+    assert p.bufsizes == [0, 4608] and p.lower_bound == 4608
+    (s,) = p.order_search
+    assert (s["bound_given"], s["bound_found"], s["changed"]) == (8448, 4608, True)
+    assert p.to_json() == cli_plan(two, ["--reorder"], tmp_path / "r.json").decode()
+    assert memplan.verify(p).ok and memplan.replay(p).ok
+    given = memplan.plan(two)
+    assert given.order is None and given.order_search is None and given.bufsizes == [0, 8448]
+    report = memplan.plan(two, reorder="report")
+    assert report.order is None and report.bufsizes == [0, 8448]
+    assert report.order_search[0]["bound_found"] == 4608
+    with pytest.raises(memplan.InputError, match="reorder"):
+        memplan.plan(two, reorder="yes")
+
+
 def test_a_broken_plan_is_caught(tmp_path):
     tiny = memplan.read(TINY)
     plan = memplan.plan(tiny, "naive")

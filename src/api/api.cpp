@@ -321,11 +321,13 @@ Plan planInput(const Input& input, const PlanRequest& asked) {
   const PlanRequest r = resolve(input, asked);
   Plan out;
   if (const PteProgram* program = input.pte()) {
-    OrderResult order = orderForRequest(program->model, r, true);
-    out = planPte(*program, r);
+    OrderResult order = orderForRequest(program->model, r, program);
+    const bool apply = r.reorder == ReorderMode::Apply;
+    out = planPte(PlannedProgram(*program, order, apply).get(), r);
     out.order = std::move(order);
+    out.order_applied = apply && out.order.changed();
   } else if (const Model* model = input.model()) {
-    OrderResult order = orderForRequest(*model, r, false);
+    OrderResult order = orderForRequest(*model, r);
     const bool apply = r.reorder == ReorderMode::Apply;
     out = planModelWithPins(PlannedModel(*model, order, apply).get(), r);  // pins checked
     out.order = std::move(order);
@@ -359,11 +361,12 @@ VerifyResult verify(const Input& input, const Plan& plan) {
                                            plan.graphs.size(), graphs)});
     return r;
   }
-  return input.pte() ? verifyPte(*input.pte(), plan) : verifyPlan(plan);
+  return input.pte() ? verifyPte(PlannedProgram(*input.pte(), plan).get(), plan) : verifyPlan(plan);
 }
 
 ReplayResult replay(const Input& input, const Plan& plan, const ReplayOptions& options) {
-  if (const PteProgram* program = input.pte()) return replayPte(*program, plan, options);
+  if (const PteProgram* program = input.pte())
+    return replayPte(PlannedProgram(*program, plan).get(), plan, options);
   return input.model() ? replayPlan(PlannedModel(*input.model(), plan).get(), plan, options)
                        : replaySpecs(plan.main(), plan.options, options);
 }

@@ -185,17 +185,30 @@ std::vector<std::string> writeTflite(const std::filesystem::path& path, const Pl
 }
 
 void writePte(const std::filesystem::path& path, const Plan& plan, const Input& input) {
-  const PteProgram* program = input.pte();
-  if (!input.format->can(kWritesPte) || !program)
+  if (!input.format->can(kWritesPte) || !input.pte())
     throw InputError(fmt::format("writePte: {} is not an ExecuTorch program (.pte)", input.source.name));
+  // A plan made for a new order runs in it: the instructions are written so.
+  const PlannedProgram planned(*input.pte(), plan);
+  const PteProgram& program = planned.get();
   // writePte reads its result back and checks that the plan read back is
   // this one; this one must pass `memplan verify` (the Python exporter may
   // be handed ExecuTorch's unsafe plan, which the CLI never writes).
-  const VerifyResult verdict = verifyPte(*program, plan);
+  const VerifyResult verdict = verifyPte(program, plan);
   if (!verdict.ok())
     throw PlanError(fmt::format("{}: the plan does not verify: {}; nothing written", input.source.name,
                                 verdict.violations.front().message));
-  writeFileAtomic(path, writePte(*program, plan));
+  const std::string written = writePte(program, plan);
+  if (plan.order_applied) {
+    // Read as a new file (lifetimes from its own order and plan), it must
+    // pass `memplan verify` as it is.
+    const PteProgram back = readPte(written, input.source.name + " (reordered)");
+    const VerifyResult carried = verifyPte(back, embeddedPlan(back), true);
+    if (!carried.ok())
+      throw PlanError(fmt::format("{}: the reordered program's plan does not verify when read back: {}; "
+                                  "nothing written",
+                                  input.source.name, carried.violations.front().message));
+  }
+  writeFileAtomic(path, written);
 }
 
 void writeHtml(const std::filesystem::path& path, const Plan& plan, const Input& input,

@@ -11,12 +11,16 @@ std::string orderReportText(const Plan& plan, const Model* model, bool exact) {
   if (plan.order.graphs.empty()) return {};
   std::string out;
   Bytes given = 0;
+  std::string kept;
   for (const GraphOrder& g : plan.order.graphs) {
     given += g.bound_given;
-    if (g.bound_found >= g.bound_given) continue;
     const std::string name = model && static_cast<std::size_t>(g.graph) < model->graphs.size()
                                  ? sanitizeUtf8(model->graphs[g.graph].name)
                                  : std::to_string(g.graph);
+    if (!g.fixed.empty() && g.order.size() > 1)
+      kept += fmt::format("order of {}: kept as given: {}\n", name.empty() ? std::to_string(g.graph) : name,
+                          sanitizeUtf8(g.fixed));
+    if (g.bound_found >= g.bound_given) continue;
     out += fmt::format(
         "order of {}: bound {} in the given order, {} in the order found ({:.1f}%, {}{})\n",
         name.empty() ? std::to_string(g.graph) : name, formatBytes(g.bound_given, exact),
@@ -25,8 +29,9 @@ std::string orderReportText(const Plan& plan, const Model* model, bool exact) {
         g.method, g.proven_optimal ? ", optimal" : "");
   }
   if (out.empty())
-    return fmt::format("order: no order found below the given one's bound ({})\n",
-                       formatBytes(given, exact));
+    return kept + fmt::format("order: no order found below the given one's bound ({})\n",
+                              formatBytes(given, exact));
+  out = kept + out;
   out += plan.order_applied ? "order: planned in the order found (the plan file records it)\n"
                             : "order: --reorder plans in the order found\n";
   return out;

@@ -91,7 +91,8 @@ Candidate searchGraph(const OrderProblem& p, const OrderParams& params, std::uin
 
 }  // namespace
 
-OrderResult searchOrder(const Model& model, const PlanOptions& options, const OrderParams& params) {
+OrderResult searchOrder(const Model& model, const PlanOptions& options, const OrderParams& params,
+                        const OrderConstraints* constraints) {
   OrderResult result;
   const std::vector<PlanOptions> opts = graphsPlanOptions(model, options);
   Model work_model = model;  // each graph permuted here to be measured
@@ -103,7 +104,7 @@ OrderResult searchOrder(const Model& model, const PlanOptions& options, const Or
     std::iota(out.order.begin(), out.order.end(), 0);
     out.method = "given";
     out.bound_given = out.bound_found = orderBound(model, g, opts[g]);
-    const OrderProblem p = order::buildOrderProblem(model, g, opts[g]);
+    const OrderProblem p = order::buildOrderProblem(model, g, opts[g], constraints);
     out.fixed = p.fixed;
     out.proven_optimal = p.fixed.empty() && n < 2;  // the only order there is
     if (!p.fixed.empty() || n < 2) continue;
@@ -160,8 +161,9 @@ Model reorderedModel(const Model& model, const PlanOptions& options, const Order
   return applyOrder(model, orders);
 }
 
-bool isValidOrder(const Model& model, GraphId g, const std::vector<NodeId>& order) {
-  const OrderProblem p = order::buildOrderProblem(model, g, PlanOptions{});
+bool isValidOrder(const Model& model, GraphId g, const std::vector<NodeId>& order,
+                  const OrderConstraints* constraints) {
+  const OrderProblem p = order::buildOrderProblem(model, g, PlanOptions{}, constraints);
   return order::isTopological(p, order);
 }
 

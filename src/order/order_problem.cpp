@@ -46,7 +46,8 @@ std::string fixedReason(const Model& m, const GraphSpecs& specs) {
     for (TensorId t : spec.members) {
       if (!m.tensors[t].gaps.empty())
         return "tensor '" + m.tensors[t].name + "' has gaps (node windows of this order)";
-      if (m.tensors[t].offset) return "tensor '" + m.tensors[t].name + "' is pinned";
+      // State lives at every step: its pin holds in any order.
+      if (m.tensors[t].offset && !spec.is_mutable) return "tensor '" + m.tensors[t].name + "' is pinned";
     }
   return {};
 }
@@ -110,7 +111,7 @@ NodeUses nodeUses(const Model& m, GraphId g, const GraphSpecs& gs) {
 }
 
 void addDependencies(const Model& m, GraphId g, const GraphSpecs& gs, const NodeUses& u,
-                     OrderProblem& p) {
+                     const std::vector<std::pair<NodeId, NodeId>>* extra, OrderProblem& p) {
   const Graph& graph = m.graphs[g];
   EdgeSet edges(p.n);
   std::vector<NodeId> producer(m.tensors.size(), kNone);
@@ -140,19 +141,26 @@ void addDependencies(const Model& m, GraphId g, const GraphSpecs& gs, const Node
     edges.chain(nodes);
   }
   edges.chain(effects);
+  if (extra)
+    for (const auto& [a, b] : *extra)
+      if (a >= 0 && b >= 0 && a < p.n && b < p.n) edges.add(a, b);
   edges.finish(p);
 }
 
 }  // namespace
 
-OrderProblem buildOrderProblem(const Model& m, GraphId g, const PlanOptions& options) {
+OrderProblem buildOrderProblem(const Model& m, GraphId g, const PlanOptions& options,
+                               const OrderConstraints* constraints) {
   const Graph& graph = m.graphs.at(g);
   const GraphSpecs gs = collectSpecs(m, g, options);
   OrderProblem p;
   p.n = static_cast<std::int32_t>(graph.nodes.size());
   p.fixed = fixedReason(m, gs);
+  const auto gi = static_cast<std::size_t>(g);
+  if (p.fixed.empty() && constraints && gi < constraints->fixed.size()) p.fixed = constraints->fixed[gi];
   const NodeUses u = nodeUses(m, g, gs);
-  addDependencies(m, g, gs, u, p);
+  addDependencies(m, g, gs, u,
+                  constraints && gi < constraints->edges.size() ? &constraints->edges[gi] : nullptr, p);
 
   const TimeValue first_node = nodeTime(graph, 0);
   const TimeValue last_node = nodeTime(graph, p.n - 1);

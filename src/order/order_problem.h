@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memplan/graph.h"
+#include "memplan/order.h"
 #include "memplan/specs.h"
 
 namespace memplan::order {
@@ -26,8 +27,10 @@ struct OrderProblem {
   std::string fixed;                            // why the graph may not be reordered
 };
 
-// The problem of graph `g` in its given order (node ids = given indices).
-OrderProblem buildOrderProblem(const Model& model, GraphId g, const PlanOptions& options);
+// The problem of graph `g` in its given order (node ids = given indices),
+// with `constraints`' edges and reason to keep the order, when given.
+OrderProblem buildOrderProblem(const Model& model, GraphId g, const PlanOptions& options,
+                               const OrderConstraints* constraints = nullptr);
 
 // The same problem run backwards: predecessors and successors swapped, and
 // the start and the end of the items. A reversed order of it has the same

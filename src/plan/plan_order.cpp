@@ -3,14 +3,13 @@
 
 namespace memplan {
 
-OrderResult orderForRequest(const Model& model, const PlanRequest& request, bool is_pte) {
+OrderResult orderForRequest(const Model& model, const PlanRequest& request, const PteProgram* program) {
   if (request.reorder == ReorderMode::Off) return {};
-  if (is_pte && request.reorder == ReorderMode::Apply)
-    throw InputError("PlanRequest.reorder: an ExecuTorch program's instructions are not reordered "
-                     "(report only)");
   OrderParams params = request.order;
   params.effort *= request.params.effort;
-  return searchOrder(model, request.options, params);
+  if (!program) return searchOrder(model, request.options, params);
+  const OrderConstraints constraints = pteOrderConstraints(*program);
+  return searchOrder(model, request.options, params, &constraints);
 }
 
 std::vector<std::vector<NodeId>> changedOrders(const OrderResult& order) {
@@ -27,5 +26,13 @@ PlannedModel::PlannedModel(const Model& model, const OrderResult& order, bool ap
 
 PlannedModel::PlannedModel(const Model& model, const Plan& plan)
     : PlannedModel(model, plan.order, plan.order_applied) {}
+
+PlannedProgram::PlannedProgram(const PteProgram& program, const OrderResult& order, bool applied)
+    : program_(program) {
+  if (applied && order.changed()) copy_ = reorderPte(program, changedOrders(order));
+}
+
+PlannedProgram::PlannedProgram(const PteProgram& program, const Plan& plan)
+    : PlannedProgram(program, plan.order, plan.order_applied) {}
 
 }  // namespace memplan

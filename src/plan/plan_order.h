@@ -1,19 +1,21 @@
 // The order search inside planning (PlanRequest::reorder): which order a
-// plan is made for, and the model in that order for the stages that walk
-// its nodes (replay, readers of plan files, exporters).
+// plan is made for, and the model (or ExecuTorch program) in that order for
+// the stages that walk its nodes (replay, readers of plan files, exporters,
+// the .pte writer).
 #pragma once
 
 #include <optional>
 #include <vector>
 
 #include "memplan/plan.h"
+#include "memplan/pte.h"
 
 namespace memplan {
 
 // The search the request asks for (an empty result when reorder is Off).
-// Throws InputError for an order the input cannot take (a .pte's
-// instruction lists are not rewritten).
-OrderResult orderForRequest(const Model& model, const PlanRequest& request, bool is_pte);
+// A program's instructions keep what pteOrderConstraints says.
+OrderResult orderForRequest(const Model& model, const PlanRequest& request,
+                            const PteProgram* program = nullptr);
 
 // The node lists of the graphs whose order changed (empty lists elsewhere).
 std::vector<std::vector<NodeId>> changedOrders(const OrderResult& order);
@@ -29,6 +31,19 @@ class PlannedModel {
  private:
   const Model& model_;
   std::optional<Model> copy_;
+};
+
+// The same for an ExecuTorch program: its instructions in the plan's order
+// (reorderPte; throws InputError for an order they cannot run in).
+class PlannedProgram {
+ public:
+  PlannedProgram(const PteProgram& program, const Plan& plan);
+  PlannedProgram(const PteProgram& program, const OrderResult& order, bool applied);
+  const PteProgram& get() const { return copy_ ? *copy_ : program_; }
+
+ private:
+  const PteProgram& program_;
+  std::optional<PteProgram> copy_;
 };
 
 }  // namespace memplan
