@@ -1,5 +1,5 @@
 // "auto" is never larger than any of its built-in heuristics (first fit and,
-// on pools of at most AutoParams::best_fit_max_buffers, best fit in their
+// on pools of at most AutoParams::heuristics.best_fit_max_buffers, best fit in their
 // default order; ExecuTorch's greedy when its plan is safe) nor than
 // local_search at the same effort, on random lists of 10 to 200,000 buffers: model-like and
 // log-uniform lists, and small lists with every feature (in-place groups,
@@ -94,7 +94,7 @@ int check(const PoolProblem& p, const std::string& what) {
   EXPECT_LE(a.lower_bound, a.size) << what;
   Bytes best = ~Bytes{0};
   // Best fit is one of auto's parts only up to best_fit_max_buffers.
-  const bool best_fit = p.buffers.size() <= AutoParams{}.best_fit_max_buffers;
+  const bool best_fit = p.buffers.size() <= AutoParams{}.heuristics.best_fit_max_buffers;
   for (const char* part : {"first_fit", "best_fit"}) {
     if (!best_fit && std::string(part) == "best_fit") continue;
     const PoolSolution s = makeAlgorithm(part)->solve(p, {});
