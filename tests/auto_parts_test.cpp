@@ -1,5 +1,5 @@
 // "auto" is never larger than any of its built-in heuristics (first fit and,
-// on pools of at most AutoParams::best_fit_max_buffers, best fit in their
+// on pools of at most AutoParams::heuristics.best_fit_max_buffers, best fit in their
 // default order; ExecuTorch's greedy when its plan is safe) nor than
 // local_search at the same effort, on random lists of 10 to 200,000 buffers: model-like and
 // log-uniform lists, and small lists with every feature (in-place groups,
@@ -15,8 +15,10 @@
 #include "algorithms/pool_util.h"
 #include "algorithms/random.h"
 #include "memplan/algorithm.h"
+#include "memplan/io.h"
 #include "../bench/synthetic.h"
 #include "support/placement_check.h"
+#include "support/test_support.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEMPLAN_UNDER_SANITIZER 1
@@ -94,7 +96,7 @@ int check(const PoolProblem& p, const std::string& what) {
   EXPECT_LE(a.lower_bound, a.size) << what;
   Bytes best = ~Bytes{0};
   // Best fit is one of auto's parts only up to best_fit_max_buffers.
-  const bool best_fit = p.buffers.size() <= AutoParams{}.best_fit_max_buffers;
+  const bool best_fit = p.buffers.size() <= AutoParams{}.heuristics.best_fit_max_buffers;
   for (const char* part : {"first_fit", "best_fit"}) {
     if (!best_fit && std::string(part) == "best_fit") continue;
     const PoolSolution s = makeAlgorithm(part)->solve(p, {});
@@ -146,6 +148,46 @@ TEST(AutoParts, NeverLargerOnLargeLists) {
   }
   check(bench::logUniform(kLargest, 7), "log-uniform n=" + std::to_string(kLargest));
   EXPECT_GE(lists, 3);
+}
+
+// Every prefix of auto's declared list is an algorithm auto contains (the
+// first two stages are its heuristics, the first three local_search); at
+// the same effort auto is never larger than any of them, and "exact"
+// (auto's list and one more stage) never larger than auto. On small
+// feature lists and MiniMalloc's challenging C, where the later stages
+// change the plan.
+TEST(AutoParts, NeverLargerThanAnyPrefixOfItsList) {
+  const AutoParams settings;
+  const search::StageList stages = autoStages(settings);
+  ASSERT_EQ(stages.size(), 6u);
+  static const AlgorithmInfo kInfo{.name = "prefix", .honours_gaps = true, .honours_hints = true};
+  SplitMix64 rng(23);
+  std::vector<std::pair<std::string, PoolProblem>> lists;
+  for (int k = 0; k < 40; ++k) lists.emplace_back("features #" + std::to_string(k), featureList(rng, 60));
+  lists.emplace_back("C", readMiniMallocCsv(test::readText(test::dataDir() /
+                                                           "minimalloc-challenging/C.1048576.csv"),
+                                            "C.csv").problem);
+  AlgorithmParams quick;
+  quick.effort = 0.1;
+  int smaller = 0;
+  for (const auto& [what, p] : lists) {
+    const PoolSolution a = makeAlgorithm("auto")->solve(p, quick);
+    Bytes lowest_prefix = ~Bytes{0};
+    for (std::size_t k = 1; k < stages.size(); ++k) {
+      const search::StageList prefix(stages.begin(), stages.begin() + static_cast<std::ptrdiff_t>(k));
+      const PoolSolution s = search::runStages(prefix, kInfo, settings.search, p, quick);
+      EXPECT_EQ(test::checkPoolPlacement(p, s.offsets), "") << what << " prefix " << k;
+      EXPECT_LE(a.size, s.size) << what << ": auto above its first " << k << " stages";
+      if (k <= 3) lowest_prefix = std::min(lowest_prefix, s.size);  // through local search
+    }
+    const PoolSolution e = makeAlgorithm("exact")->solve(p, quick);
+    EXPECT_EQ(test::checkPoolPlacement(p, e.offsets), "") << what << " exact";
+    EXPECT_LE(e.size, a.size) << what << ": exact above auto";
+    smaller += a.size < lowest_prefix ? 1 : 0;
+  }
+  // The stages after the local search do gain somewhere (C: the exact
+  // search reaches the bound).
+  EXPECT_GE(smaller, 1);
 }
 
 }  // namespace

@@ -98,8 +98,8 @@ TEST(AutoBudget, StairsWorkStaysBounded) {
   std::uint64_t exact = 0;
   for (const SearchStage& stage : s.stages)
     if (stage.stage == "exact") exact += stage.work;
-  EXPECT_GT(exact, AutoParams{}.exact_step_limit / 2);  // it ran, and was cut by steps
-  EXPECT_LE(exact, AutoParams{}.exact_step_limit + 20'000'000);
+  EXPECT_GT(exact, AutoParams{}.exact.step_limit / 2);  // it ran, and was cut by steps
+  EXPECT_LE(exact, AutoParams{}.exact.step_limit + 20'000'000);
 }
 
 // The step limit ends minimizeHeight within one node of it, with a valid

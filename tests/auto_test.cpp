@@ -18,6 +18,17 @@
 namespace memplan {
 namespace {
 
+// Auto's list with only its first fit and best fit: no ExecuTorch greedy,
+// no portfolio passes, no search stages.
+AutoParams heuristicsOnly() {
+  AutoParams p;
+  p.heuristics.executorch_greedy = false;
+  p.portfolio = {.work = 0, .full_max_buffers = 0};
+  p.with_local_search = false;
+  p.with_exact = false;
+  return p;
+}
+
 struct Case {
   std::string name;
   std::string algorithm;
@@ -179,11 +190,7 @@ TEST(Auto, SwitchesAndProgress) {
   EXPECT_NE(lines.front().find("lower bound"), std::string::npos) << lines.front();
 
   // Every stage off: the better of first fit and best fit (first wins ties).
-  AutoParams none;
-  none.executorch_greedy = false;
-  none.portfolio = false;
-  none.local_search = false;
-  none.exact_search = false;
+  const AutoParams none = heuristicsOnly();
   const PoolSolution heur = makeAutoAlgorithm(none)->solve(p, {});
   const PoolSolution best = makeAlgorithm("best_fit")->solve(p, {});
   const PoolSolution first = makeAlgorithm("first_fit")->solve(p, {});
@@ -199,7 +206,7 @@ TEST(Auto, SwitchesAndProgress) {
   AlgorithmParams zero;
   zero.effort = 0;
   AutoParams no_greedy;
-  no_greedy.executorch_greedy = false;
+  no_greedy.heuristics.executorch_greedy = false;
   const PoolSolution quick = makeAutoAlgorithm(no_greedy)->solve(p, zero);
   EXPECT_EQ(test::checkPoolPlacement(p, quick.offsets), "");
   EXPECT_EQ(quick.size, heur.size);
@@ -207,7 +214,7 @@ TEST(Auto, SwitchesAndProgress) {
 }
 
 // Best fit is one of stage 1's heuristics only on pools of at most
-// AutoParams::best_fit_max_buffers buffers: on a list where it beats first
+// AutoParams::heuristics.best_fit_max_buffers buffers: on a list where it beats first
 // fit, auto with the later stages off returns best fit's plan at the
 // threshold and first fit's one buffer above it.
 TEST(Auto, BestFitOnlyUpToItsThreshold) {
@@ -227,17 +234,13 @@ TEST(Auto, BestFitOnlyUpToItsThreshold) {
     const PoolSolution best = makeAlgorithm("best_fit")->solve(p, {});
     const PoolSolution first = makeAlgorithm("first_fit")->solve(p, {});
     if (best.size >= first.size) continue;
-    AutoParams none;
-    none.executorch_greedy = false;
-    none.portfolio = false;
-    none.local_search = false;
-    none.exact_search = false;
-    none.best_fit_max_buffers = n;
+    AutoParams none = heuristicsOnly();
+    none.heuristics.best_fit_max_buffers = n;
     const PoolSolution at = makeAutoAlgorithm(none)->solve(p, {});
     EXPECT_EQ(at.size, best.size);
     EXPECT_EQ(at.offsets, best.offsets);
     EXPECT_EQ(at.algorithm, "auto:" + best.algorithm);
-    none.best_fit_max_buffers = n - 1;
+    none.heuristics.best_fit_max_buffers = n - 1;
     const PoolSolution above = makeAutoAlgorithm(none)->solve(p, {});
     EXPECT_EQ(above.size, first.size);
     EXPECT_EQ(above.offsets, first.offsets);

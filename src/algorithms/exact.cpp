@@ -1,74 +1,83 @@
-// The "exact" algorithm: auto's plan (every stage, so never larger than
-// auto or anything auto contains) gives an upper bound, then the exact
-// search (exact_search.h) lowers it toward the lower bound with a node
-// budget of its own, scaled by AlgorithmParams::effort (deterministic),
-// and the optional time cap. The shared skeleton (pool::solveOffsets)
-// merges the in-place groups, checks the pins and fills the solution.
+// The exact-search stages of the searching algorithms (search_stages.h):
+// auto's bounded one, and the "exact" algorithm's own. Both call the
+// branch-and-bound search of exact_search.h from the incumbent.
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
-#include "algorithms/auto.h"
 #include "algorithms/exact_search.h"
-#include "algorithms/pool_util.h"
-#include "algorithms/stop.h"
-#include "memplan/algorithm.h"
+#include "algorithms/search_stages.h"
 
-namespace memplan {
+namespace memplan::search {
+
 namespace {
 
-class ExactAlgorithm : public Algorithm {
+// Limits every call shares: the time left and the stop flag.
+exact::ExactParams callParams(const SearchState& s) {
+  exact::ExactParams ep;
+  if (s.watch.limited()) ep.time_limit_seconds = s.watch.remaining();
+  ep.stop = s.params.stop;
+  return ep;
+}
+
+// What the search proved, kept whatever it placed.
+void keepProof(SearchState& s, const exact::ExactResult& r) {
+  s.proof.height = std::max(s.proof.height, r.proven_bound);
+  if (r.stopped) s.watch.due();  // the watch now says why
+}
+
+class BoundedExactStage : public Stage {
  public:
-  const AlgorithmInfo& info() const override {
-    static const AlgorithmInfo kInfo{
-        .name = "exact",
-        .summary = "branch-and-bound search from auto's plan toward the lower bound",
-        .honours_gaps = true,
-        .honours_hints = true};
-    return kInfo;
-  }
-  PoolSolution solve(const PoolProblem& problem, const AlgorithmParams& params) const override {
-    AlgorithmParams hp = params;
-    hp.progress = nullptr;
-    const PoolSolution start = makeAutoAlgorithm(AutoParams{})->solve(problem, hp);
-    if (!start.stopped.empty()) return relabel(start);
-    StopWatch watch(params.time_limit_seconds, params.stop);
-    bool stopped = false;
-    PoolSolution s = pool::solveOffsets(problem, [&](const pool::MergedProblem& m,
-                                                     const pool::Bounds& bounds) {
-      std::vector<Offset> incumbent(m.members.size());
-      for (std::size_t g = 0; g < incumbent.size(); ++g)
-        incumbent[g] = start.offsets[m.members[g].front()];
-      exact::ExactParams ep;
-      const double scaled = std::max(0.0, params.effort) * static_cast<double>(ep.node_limit);
-      ep.node_limit = static_cast<std::uint64_t>(std::min(scaled, 1e15));
-      ep.time_limit_seconds = params.time_limit_seconds;
-      ep.stop = params.stop;
-      exact::ExactResult r = exact::minimizeHeight(m.problem, incumbent, bounds.target, ep);
-      stopped = r.stopped;
-      if (r.height > pool::placementHeight(m.problem, incumbent)) r.offsets = incumbent;  // never worse
-      return pool::Placement{.offsets = r.offsets,
-                             .label = "exact",
-                             .work = start.work + r.nodes,
-                             .proven_optimal = r.proven_optimal || start.proven_optimal,
-                             .proven_height = std::max(r.proven_bound, start.lower_bound -
-                                                       std::min(start.lower_bound, bounds.padding))};
-    });
-    s.stages = start.stages;
-    s.stages.push_back({"exact", s.size, s.work - start.work});
-    if (stopped && watch.due()) s.stopped = watch.reason();
-    return s;
+  explicit BoundedExactStage(const BoundedExact& settings) : set_(settings) {}
+  std::string_view name() const override { return "exact"; }
+  bool run(SearchState& s) const override {
+    if (s.effort() <= 0 || (set_.after_gain && !s.last_gained) || !s.open()) return false;
+    exact::ExactParams ep = callParams(s);
+    ep.node_limit = s.budget(set_.node_limit);
+    ep.step_limit = std::max<std::uint64_t>(1, s.budget(set_.step_limit));
+    const exact::ExactResult r = exact::minimizeHeight(s.pool(), s.best.offsets, s.bounds.target, ep);
+    s.work += r.steps;
+    // Taken only when lower and checked independently.
+    // The order stays: a later local search re-places in it.
+    if (r.found && r.height < s.best.height && pool::checkPlacement(s.pool(), r.offsets).empty())
+      s.best.offer(r.height, r.offsets, "exact");
+    if (r.proven_optimal && r.height <= s.best.height) s.proof.optimal = true;
+    keepProof(s, r);
+    return true;
   }
 
  private:
-  static PoolSolution relabel(PoolSolution s) {
-    s.algorithm = "exact";
-    return s;
+  BoundedExact set_;
+};
+
+class FinalExactStage : public Stage {
+ public:
+  std::string_view name() const override { return "exact"; }
+  bool run(SearchState& s) const override {
+    if (s.watch.due()) return false;
+    // The search starts from the plan as the skeleton would return it.
+    std::vector<Offset> incumbent = s.best.offsets;
+    pool::moveToHints(s.pool(), incumbent);
+    exact::ExactParams ep = callParams(s);
+    const double nodes = s.effort() * static_cast<double>(ep.node_limit);
+    ep.node_limit = static_cast<std::uint64_t>(std::min(nodes, 1e15));
+    exact::ExactResult r = exact::minimizeHeight(s.pool(), incumbent, s.bounds.target, ep);
+    s.work += r.nodes;
+    if (r.height > pool::placementHeight(s.pool(), incumbent)) r.offsets = std::move(incumbent);
+    s.best.height = pool::placementHeight(s.pool(), r.offsets);
+    s.best.offsets = std::move(r.offsets);
+    s.best.label = "exact";
+    s.best.order.clear();
+    if (r.proven_optimal) s.proof.optimal = true;
+    keepProof(s, r);
+    return true;
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Algorithm> makeExactAlgorithm() { return std::make_unique<ExactAlgorithm>(); }
+std::shared_ptr<const Stage> boundedExactStage(const BoundedExact& settings) {
+  return std::make_shared<BoundedExactStage>(settings);
+}
 
-}  // namespace memplan
+std::shared_ptr<const Stage> finalExactStage() { return std::make_shared<FinalExactStage>(); }
+
+}  // namespace memplan::search

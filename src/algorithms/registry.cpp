@@ -1,5 +1,5 @@
 // The algorithm registry: one line per algorithm, each defined in its own
-// file in this folder.
+// file in this folder (the searching ones, lists of stages, in auto.cpp).
 #include <algorithm>
 
 #include "memplan/algorithm.h"
@@ -15,9 +15,9 @@ std::unique_ptr<Algorithm> makeExecutorchSuiteAlgorithm();  // greedy.cpp
 
 std::unique_ptr<Algorithm> makeBestFitAlgorithm();      // best_fit.cpp
 std::unique_ptr<Algorithm> makeFirstFitAlgorithm();     // best_fit.cpp
-std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // local_search.cpp
+std::unique_ptr<Algorithm> makeLocalSearchAlgorithm();  // auto.cpp (lists of stages)
 std::unique_ptr<Algorithm> makeAutoAlgorithm();         // auto.cpp
-std::unique_ptr<Algorithm> makeExactAlgorithm();        // exact.cpp
+std::unique_ptr<Algorithm> makeExactAlgorithm();        // auto.cpp
 std::unique_ptr<Algorithm> makeTflmGreedyAlgorithm();   // tflm_greedy.cpp
 
 namespace {

@@ -11,10 +11,17 @@ share a step, and buffers alive together always do: the conflicts are
 exactly those of the real run. Buffers never freed live to the end; frees
 of memory allocated before profiling are ignored.
 
-    python3 -m venv venv && venv/bin/pip install torch==2.13.0
+    python3 -m venv venv && venv/bin/pip install torch==2.13.0 transformers==5.23.0
     venv/bin/python make_traces.py            # writes the CSV files here
+    venv/bin/python make_traces.py gpt2_train # just that one
 
-The traces in this folder were made with torch 2.13.0+cpu (Linux x86-64).
+The first five traces (resnet101ish, transformer, mixer, lstm, unet) are
+architectures written here; the others are architectures of the
+transformers library (GPT-2, Llama, BERT, ViT, ResNet-50, ConvNeXt,
+MobileNetV2) built from a configuration with random weights (nothing is
+downloaded), smaller than the published models so that a CPU step takes
+seconds. The traces in this folder were made with torch 2.13.0+cpu and
+transformers 5.23.0 (Linux x86-64).
 """
 import csv
 import json
@@ -161,6 +168,71 @@ class Lstm(nn.Module):
         return self.head(h)
 
 
+class HfLoss(nn.Module):
+    """A transformers model whose forward takes (inputs, labels) and gives
+    the loss the model computes itself."""
+
+    def __init__(self, model, key):
+        super().__init__()
+        self.model = model
+        self.key = key
+
+    def forward(self, x, y):
+        return self.model(**{self.key: x}, labels=y).loss
+
+
+def hf(config_class, model_class, key="input_ids", **config):
+    """A transformers architecture from a configuration, random weights."""
+    import transformers
+
+    def make():
+        cfg = getattr(transformers, config_class)(**config)
+        model = getattr(transformers, model_class)(cfg)
+        model.train()
+        return HfLoss(model, key)
+    return make
+
+
+def hf_traces():
+    """The transformers architectures: name -> (make, data, steps, optimizer)."""
+    adamw = lambda p: torch.optim.AdamW(p, lr=1e-4)
+    sgd = lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)
+
+    def lm(batch, seq, vocab):
+        def data():
+            x = torch.randint(0, vocab, (batch, seq))
+            return x, x.clone()
+        return data
+
+    def images(batch, side, classes):
+        return lambda: (torch.randn(batch, 3, side, side), torch.randint(0, classes, (batch,)))
+
+    return {
+        "gpt2_train": (hf("GPT2Config", "GPT2LMHeadModel", n_layer=12, n_embd=256, n_head=8,
+                          vocab_size=2000, n_positions=128), lm(4, 128, 2000), 3, adamw),
+        # Sixteen layers, fifteen steps: a trace of about 60,000 buffers.
+        "llama_train": (hf("LlamaConfig", "LlamaForCausalLM", hidden_size=256, num_hidden_layers=16,
+                           num_attention_heads=8, num_key_value_heads=4, intermediate_size=688,
+                           vocab_size=2000, max_position_embeddings=128), lm(4, 128, 2000), 15, adamw),
+        "bert_train": (hf("BertConfig", "BertForMaskedLM", hidden_size=256, num_hidden_layers=8,
+                          num_attention_heads=4, intermediate_size=1024, vocab_size=2000,
+                          max_position_embeddings=128), lm(4, 128, 2000), 3, adamw),
+        "vit_train": (hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64,
+                         patch_size=8, hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
+                         intermediate_size=768, num_labels=100), images(8, 64, 100), 3, adamw),
+        "resnet50_train": (hf("ResNetConfig", "ResNetForImageClassification", "pixel_values",
+                              layer_type="bottleneck", depths=[3, 4, 6, 3], embedding_size=32,
+                              hidden_sizes=[64, 128, 256, 512], num_labels=100),
+                           images(8, 64, 100), 8, sgd),
+        "convnext_train": (hf("ConvNextConfig", "ConvNextForImageClassification", "pixel_values",
+                              depths=[2, 2, 6, 2], hidden_sizes=[48, 96, 192, 384], num_labels=100),
+                           images(8, 64, 100), 3, adamw),
+        "mobilenetv2_train": (hf("MobileNetV2Config", "MobileNetV2ForImageClassification",
+                                 "pixel_values", image_size=64, depth_multiplier=0.5, num_labels=100),
+                              images(8, 64, 100), 3, sgd),
+    }
+
+
 def record(make, data, loss_fn, steps, optimizer):
     """Builds the model and its optimizer, trains `steps` steps; returns the
     profiler's memory events (address, bytes; bytes < 0 frees) in order."""
@@ -170,7 +242,8 @@ def record(make, data, loss_fn, steps, optimizer):
         for _ in range(steps):
             x, y = data()
             opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
+            loss = model(x, y) if isinstance(model, HfLoss) else loss_fn(model(x), y)
+            loss.backward()
             opt.step()
         del model, opt
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,6 +316,8 @@ def main():
         "lstm_train": (Lstm, lm_data, lm_loss, 3, adam),
         "unet_train": (UNet, seg_data, seg_loss, 8, adam),
     }
+    for name, (make, data, steps, opt) in hf_traces().items():
+        traces[name] = (make, data, None, steps, opt)  # the model gives its loss
     only = set(sys.argv[1:])
     for name, (make, data, loss_fn, steps, opt) in traces.items():
         if only and name not in only:
