@@ -98,6 +98,8 @@ class IdleIndex {
     size_ = 1;
     while (size_ < leaves_) size_ *= 2;
     part_.resize(leaves_);
+    stride_ = words_per_node;
+    bits_.assign(4 * size_ * stride_, 0);
   }
 
   // Objects with an allocation over [rs, re) as bits: busy()[o / 64].
@@ -120,13 +122,15 @@ class IdleIndex {
       paths_.push_back(a);
       if (b != a) paths_.push_back(b);
     }
-    for (std::size_t k = 0; k < words; ++k) {
-      const std::uint64_t* t = touched_[k].data();
-      const std::uint64_t* c = covered_[k].data();
-      std::uint64_t w = 0;
-      for (std::size_t v : nodes_) w |= t[v];
-      for (std::size_t v : paths_) w |= c[v];
-      busy_[k] = w;
+    // Row by row: a node's words for all objects lie side by side.
+    std::uint64_t* out = busy_.data();
+    for (std::size_t v : nodes_) {
+      const std::uint64_t* t = row(v, kTouched);
+      for (std::size_t k = 0; k < words; ++k) out[k] |= t[k];
+    }
+    for (std::size_t v : paths_) {
+      const std::uint64_t* c = row(v, kCovered);
+      for (std::size_t k = 0; k < words; ++k) out[k] |= c[k];
     }
     work += words * (nodes_.size() + paths_.size());
     for (int k = 0; k < q.nparts; ++k) {
@@ -142,24 +146,20 @@ class IdleIndex {
 
   void add(std::int32_t rs, std::int32_t re, std::int32_t obj) {
     const auto o = static_cast<std::size_t>(obj);
-    while (touched_.size() <= o / 64) {
-      touched_.emplace_back(2 * size_, 0);
-      covered_.emplace_back(2 * size_, 0);
-    }
-    std::uint64_t* t = touched_[o / 64].data();
-    std::uint64_t* c = covered_[o / 64].data();
+    if (o / 64 >= stride_) grow(2 * stride_);
+    const std::size_t w = o / 64;
     const std::uint64_t bit = std::uint64_t{1} << (o % 64);
     auto touch = [&](std::size_t v) {
-      for (; v >= 1 && !(t[v] & bit); v >>= 1) t[v] |= bit;
+      for (; v >= 1 && !(row(v, kTouched)[w] & bit); v >>= 1) row(v, kTouched)[w] |= bit;
     };
     const Span q = spanOf(rs, re);
     for (std::size_t l = q.fs + size_, r = q.fe + size_; l < r; l >>= 1, r >>= 1) {
       if (l & 1) {
-        c[l] |= bit;
+        row(l, kCovered)[w] |= bit;
         touch(l++);
       }
       if (r & 1) {
-        c[--r] |= bit;
+        row(--r, kCovered)[w] |= bit;
         touch(r);
       }
     }
@@ -193,8 +193,24 @@ class IdleIndex {
     if (q.le != q.ls && !whole(q.le)) q.parts[q.nparts++] = q.le;
     return q;
   }
+  static constexpr std::size_t kTouched = 0, kCovered = 1;
+  std::uint64_t* row(std::size_t v, std::size_t kind) {
+    return bits_.data() + (2 * v + kind) * stride_;
+  }
+  // Room for `stride` words a row (objects beyond the estimate).
+  void grow(std::size_t stride) {
+    std::vector<std::uint64_t> bits(4 * size_ * stride, 0);
+    for (std::size_t r = 0; r < 4 * size_; ++r)
+      std::copy_n(bits_.data() + r * stride_, stride_, bits.data() + r * stride);
+    bits_ = std::move(bits);
+    stride_ = stride;
+  }
+
   std::size_t width_ = 1, leaves_ = 1, size_ = 1;
-  std::vector<std::vector<std::uint64_t>> touched_, covered_;  // per 64 objects, per node
+  // Per node two rows of stride_ words (bit o of a row: object o):
+  // touched, covered.
+  std::size_t stride_ = 1;
+  std::vector<std::uint64_t> bits_;
   std::vector<std::vector<Part>> part_;                        // per leaf
   std::vector<std::uint64_t> busy_;                            // scratch
   std::vector<std::size_t> nodes_, paths_;                     // scratch
