@@ -118,6 +118,49 @@ inline PoolProblem dense(std::size_t n, double live, std::uint64_t seed) {
   return p;
 }
 
+// Like logUniform (sizes 64 B..1 MiB, lengths 1..1000 steps, both
+// log-uniform), but with about `live` buffers alive at any step: the starts
+// are uniform over fewer steps (mean length about 144.6 steps).
+inline PoolProblem logUniformDense(std::size_t n, double live, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  const auto steps = static_cast<std::uint64_t>(
+      std::max(1.0, static_cast<double>(n) * 144.6 / std::max(1.0, live)));
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto start = static_cast<TimeValue>(rng.below(steps));
+    const auto len = static_cast<TimeValue>(std::exp(rng.unit() * std::log(1000.0)));
+    const auto bytes = static_cast<Bytes>(std::exp2(6 + rng.unit() * 14));
+    addBuffer(p, start, start + std::max<TimeValue>(1, len), bytes, 1);
+  }
+  return p;
+}
+
+// n buffers resampled from a real trace: each takes the lifetime length
+// and size of a buffer of `trace` drawn at random, and starts uniformly
+// over the trace's span stretched by n / (its buffer count), so as many
+// buffers are alive at once as in the trace on average.
+inline PoolProblem resampled(const PoolProblem& trace, std::size_t n, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  PoolProblem p;
+  p.buffers.reserve(n);
+  if (trace.buffers.empty()) return p;
+  TimeValue lo = trace.buffers.front().start, hi = trace.buffers.front().end;
+  for (const Buffer& b : trace.buffers) {
+    lo = std::min(lo, b.start);
+    hi = std::max(hi, b.end);
+  }
+  const double stretch = static_cast<double>(n) / static_cast<double>(trace.buffers.size());
+  const auto steps = static_cast<std::uint64_t>(
+      std::max(1.0, static_cast<double>(hi - lo) * stretch));
+  for (std::size_t i = 0; i < n; ++i) {
+    const Buffer& from = trace.buffers[rng.below(trace.buffers.size())];
+    const auto start = static_cast<TimeValue>(rng.below(steps));
+    addBuffer(p, start, start + (from.end - from.start), from.size, 1);
+  }
+  return p;
+}
+
 // One decoding step of an LLM-like transformer: per layer a K and a V cache
 // buffer alive the whole step (state between calls), and the block's
 // activations (norm, qkv, scores, probabilities, attention, projections,

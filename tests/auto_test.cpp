@@ -3,6 +3,7 @@
 // reachable by its stages, deterministic, switches honoured.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -248,6 +249,48 @@ TEST(Auto, BestFitOnlyUpToItsThreshold) {
     return;
   }
   FAIL() << "no list where best fit beats first fit";
+}
+
+// On large dense lists (above best_fit_max_buffers, so auto's stage 1 is
+// first fit and ExecuTorch's greedy alone): auto is never larger than
+// greedy, whose plan it must beat or match on its own. Three shapes: short
+// and long lifetimes mixed with sizes over six orders of magnitude, sizes
+// and lengths log-uniform, and the same with alignment 64 (greedy sorts on
+// nbytes, so its objects are not always in size order).
+TEST(Auto, NeverAboveGreedyOnLargeDenseLists) {
+  auto automatic = makeAlgorithm("auto");
+  auto greedy = makeAlgorithm("greedy");
+  for (int shape = 0; shape < 3; ++shape) {
+    SplitMix64 rng(100 + static_cast<std::uint64_t>(shape));
+    PoolProblem p;
+    const std::size_t n = 60'000;
+    for (std::size_t i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = static_cast<BufferId>(i);
+      b.name = "t" + std::to_string(i);
+      TimeValue len;
+      if (shape == 0) {
+        b.start = static_cast<TimeValue>(i / 2);
+        len = rng.below(10) < 6 ? 1 + static_cast<TimeValue>(rng.below(8))
+                                : static_cast<TimeValue>(std::exp(rng.unit() * std::log(3000.0)));
+        b.nbytes = static_cast<Bytes>(std::exp2(4 + rng.unit() * 20));
+      } else {
+        b.start = static_cast<TimeValue>(rng.below(n * 145 / 1600));
+        len = static_cast<TimeValue>(std::exp(rng.unit() * std::log(1000.0)));
+        b.nbytes = static_cast<Bytes>(std::exp2(6 + rng.unit() * 14));
+      }
+      b.end = b.start + std::max<TimeValue>(1, len);
+      b.alignment = shape == 2 ? 64 : 1;
+      b.size = roundUp(b.nbytes, b.alignment);
+      p.buffers.push_back(b);
+    }
+    const PoolSolution s = automatic->solve(p, {});
+    const PoolSolution g = greedy->solve(p, {});
+    ASSERT_EQ(test::checkPoolPlacement(p, s.offsets), "") << "shape " << shape;
+    ASSERT_EQ(test::checkPoolPlacement(p, g.offsets), "") << "shape " << shape;
+    EXPECT_LE(s.size, g.size) << "shape " << shape;
+    EXPECT_GE(s.size, lowerBound(p)) << "shape " << shape;
+  }
 }
 
 TEST(Auto, EmptyPool) {

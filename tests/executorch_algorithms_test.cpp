@@ -280,6 +280,49 @@ TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnRandomPools) {
   EXPECT_EQ(compared, 800);
 }
 
+// Longer lists, so the index of idle objects spans many leaves and levels:
+// dense lifetimes of mixed lengths (short ones, long ones reaching over
+// many leaves), sizes over three orders of magnitude with ties, zero-size
+// buffers, alignments 1 to 64 (so an object may be smaller than a later
+// buffer), and in-place chains.
+TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnLongDenseLists) {
+  std::uint64_t state = 777;
+  auto next = [&](std::uint64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % bound;
+  };
+  int compared = 0;
+  for (int round = 0; round < 12; ++round) {
+    PoolProblem p;
+    const int n = 400 + static_cast<int>(next(1600));
+    const auto per_step = static_cast<TimeValue>(1 + next(8));
+    for (int i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = i;
+      b.start = static_cast<TimeValue>(i) / per_step + static_cast<TimeValue>(next(3));
+      const TimeValue len = next(4) == 0 ? 1 + static_cast<TimeValue>(next(round % 3 ? 300 : 40))
+                                         : 1 + static_cast<TimeValue>(next(6));
+      b.end = b.start + len;
+      const Bytes align = Bytes{1} << next(round % 2 ? 7 : 1);
+      b.nbytes = next(40) == 0 ? 0 : (Bytes{1} << next(10)) + next(round % 4 ? 16 : 1000);
+      b.size = (b.nbytes + align - 1) / align * align;
+      b.alignment = align;
+      if (i > 0 && next(30) == 0) b.inplace_base = static_cast<BufferId>(next(i));
+      p.buffers.push_back(b);
+    }
+    for (bool overlapping : {true, false}) {
+      const PoolSolution want = referenceGreedy(p, overlapping);
+      const PoolSolution got =
+          makeAlgorithm(overlapping ? "greedy" : "greedy_no_overlap")->solve(p, AlgorithmParams{});
+      ASSERT_EQ(got.size, want.size) << "round " << round;
+      ASSERT_EQ(got.offsets, want.offsets) << "round " << round;
+      ASSERT_EQ(got.mem_obj_ids, want.mem_obj_ids) << "round " << round;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 24);
+}
+
 TEST(ExecutorchSuite, PicksTheSmallestAndNamesTheWinner) {
   const GraphPlan p = plan(defectOne(), "suite");
   EXPECT_EQ(p.bufsizes, (std::vector<Bytes>{0, 128}));

@@ -26,18 +26,27 @@
 //     offset, ignoring their own lifetime (ExecuTorch defect 3; kept here
 //     because these algorithms must match ExecuTorch exactly).
 //
-// Cost: ExecuTorch scans every allocation of every object, O(n^2). Here
-// the allocations are kept in time buckets (time compressed to the ranks
-// of the distinct start/end values, buckets a quarter of a mean lifetime
-// wide; each bucket lists the allocations alive in it and, apart, those
-// starting in it), so one buffer gathers the k allocations live beside it
-// in O(k): they give the busy objects and each one's top. (a) walks the
-// objects large enough for the buffer in creation order (a max-size tree
-// over the objects finds the next one in O(log)), skipping busy ones; (b)
-// is the first busy object with room. O(k log n) per buffer, same choices,
-// same result.
+// Cost: ExecuTorch scans every allocation of every object, O(n^2). Here:
+//  - (a) reads an index of idle objects (IdleIndex below: one bit per
+//    object at the nodes of a segment tree over time), so it costs
+//    O(log n) words of 64 objects each, plus the few allocations that
+//    start or end in the buffer's first and last leaf -- not the
+//    allocations live beside the buffer. With m objects: O(log n * m/64)
+//    word operations; m stays near the most buffers live at once divided
+//    by a few (about 600-1,100 on the dense lists of docs/benchmarks.md),
+//    so this is 10-20 words a node.
+//  - (b) runs only when (a) finds nothing (10-35% of the buffers on those
+//    lists). It reads the allocations live beside the buffer from time
+//    buckets (time compressed to the ranks of the distinct start/end
+//    values, buckets a quarter of a mean lifetime wide; each bucket lists
+//    the allocations alive in it and, apart, those starting in it): O(k)
+//    for k allocations alive during the buffer's lifetime. This is what
+//    remains proportional to the live set.
+// Same choices, same result as the straight transcription (tested on
+// random lists against one).
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -52,6 +61,168 @@ std::unique_ptr<Algorithm> makeNaiveAlgorithm();  // naive.cpp
 namespace {
 
 constexpr Bytes kSortAlignment = 16;  // ExecuTorch's default spec alignment
+
+// Which objects are busy over a lifetime, for step 2(a), at a cost that
+// does not grow with the number of allocations live there.
+//
+// Time ranks are cut into leaves of a few ranks each; a segment tree
+// stands over the leaves. Objects are bits (64 to a word, one array of
+// words per 64 objects). An allocation over [rs, re) covers a run of whole
+// leaves and touches up to two more in part:
+//  - at the O(log) nodes that make up its whole leaves, the object's bit
+//    goes into `covered` (an allocation over all of the node's time) and
+//    into `touched` (some allocation over part of the node's time) of that
+//    node and of every node above it;
+//  - at a leaf it touches in part, the allocation goes into the leaf's
+//    list, and the bit into `touched` of the leaf and every node above.
+// A lifetime [rs, re) meets an object's allocation exactly when the bit
+// is in `touched` of one of the nodes that make up its whole leaves, or in
+// `covered` of a node above (or at) its first or last leaf, or the
+// allocation is in the list of a leaf it only partly covers and shares
+// time with it. So the busy objects are the OR of O(log n) words per 64
+// objects, plus the few allocations that start or end in two leaves.
+class IdleIndex {
+ public:
+  // rs/re: every buffer's lifetime in ranks; `ranks` distinct times.
+  void init(const std::vector<std::int32_t>& rs, const std::vector<std::int32_t>& re,
+            std::size_t ranks) {
+    const std::size_t n = rs.size();
+    // Most allocations live at once (a bound on objects busy at one time).
+    std::vector<std::int32_t> delta(ranks + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      ++delta[static_cast<std::size_t>(rs[i])];
+      --delta[static_cast<std::size_t>(std::max(rs[i], re[i]))];
+    }
+    std::int64_t live = 0, most = 0;
+    for (std::int32_t d : delta) most = std::max(most, live += d);
+    // Leaves of about 8 starts and ends each (few partial allocations to
+    // read), but no more leaves than keep the words within about 4 n
+    // (objects are rarely many more than the most live at once).
+    width_ = n ? std::max<std::size_t>(1, 4 * ranks / n) : 1;
+    const auto words_per_node = static_cast<std::size_t>(most / 64 + 1);
+    const std::size_t max_leaves = std::max<std::size_t>(1, n / words_per_node);
+    width_ = std::max(width_, (ranks + max_leaves - 1) / max_leaves);
+    leaves_ = ranks / width_ + 1;
+    size_ = 1;
+    while (size_ < leaves_) size_ *= 2;
+    part_.resize(leaves_);
+    stride_ = words_per_node;
+    bits_.assign(4 * size_ * stride_, 0);
+  }
+
+  // Objects with an allocation over [rs, re) as bits: busy()[o / 64].
+  // `objects` objects exist.
+  const std::vector<std::uint64_t>& busy(std::int32_t rs, std::int32_t re, std::size_t objects,
+                                         std::uint64_t& work) {
+    const std::size_t words = (objects + 63) / 64;
+    busy_.assign(words, 0);
+    if (words == 0) return busy_;
+    const Span q = spanOf(rs, re);
+    nodes_.clear();
+    paths_.clear();
+    for (std::size_t l = q.fs + size_, r = q.fe + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) nodes_.push_back(l++);
+      if (r & 1) nodes_.push_back(--r);
+    }
+    // The nodes above the first and the last leaf (the same from where
+    // the two paths meet).
+    for (std::size_t a = q.ls + size_, b = q.le + size_; a >= 1; a >>= 1, b >>= 1) {
+      paths_.push_back(a);
+      if (b != a) paths_.push_back(b);
+    }
+    // Row by row: a node's words for all objects lie side by side.
+    std::uint64_t* out = busy_.data();
+    for (std::size_t v : nodes_) {
+      const std::uint64_t* t = row(v, kTouched);
+      for (std::size_t k = 0; k < words; ++k) out[k] |= t[k];
+    }
+    for (std::size_t v : paths_) {
+      const std::uint64_t* c = row(v, kCovered);
+      for (std::size_t k = 0; k < words; ++k) out[k] |= c[k];
+    }
+    work += words * (nodes_.size() + paths_.size());
+    for (int k = 0; k < q.nparts; ++k) {
+      const auto& list = part_[q.parts[k]];
+      for (const Part& a : list) {
+        const bool live = a.rs < re && a.re > rs;
+        busy_[static_cast<std::size_t>(a.obj) / 64] |= std::uint64_t{live} << (a.obj % 64);
+      }
+      work += list.size();
+    }
+    return busy_;
+  }
+
+  void add(std::int32_t rs, std::int32_t re, std::int32_t obj) {
+    const auto o = static_cast<std::size_t>(obj);
+    if (o / 64 >= stride_) grow(2 * stride_);
+    const std::size_t w = o / 64;
+    const std::uint64_t bit = std::uint64_t{1} << (o % 64);
+    auto touch = [&](std::size_t v) {
+      for (; v >= 1 && !(row(v, kTouched)[w] & bit); v >>= 1) row(v, kTouched)[w] |= bit;
+    };
+    const Span q = spanOf(rs, re);
+    for (std::size_t l = q.fs + size_, r = q.fe + size_; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) {
+        row(l, kCovered)[w] |= bit;
+        touch(l++);
+      }
+      if (r & 1) {
+        row(--r, kCovered)[w] |= bit;
+        touch(r);
+      }
+    }
+    for (int k = 0; k < q.nparts; ++k) {
+      part_[q.parts[k]].push_back(Part{rs, re, obj});
+      touch(q.parts[k] + size_);
+    }
+  }
+
+ private:
+  struct Part {
+    std::int32_t rs, re, obj;
+  };
+  // [rs, re) in leaves: the leaves it touches [ls, le], of which it covers
+  // [fs, fe) whole and up to two in part.
+  struct Span {
+    std::size_t ls, le, fs, fe;
+    std::size_t parts[2];
+    int nparts;
+  };
+  Span spanOf(std::int32_t rs, std::int32_t re) const {
+    const auto s = static_cast<std::size_t>(rs);
+    const auto e = static_cast<std::size_t>(std::max(rs + 1, re));
+    Span q{};
+    q.ls = s / width_;
+    q.le = (e - 1) / width_;
+    q.fs = (s + width_ - 1) / width_;
+    q.fe = std::max(q.fs, e / width_);
+    auto whole = [&](std::size_t leaf) { return q.fs <= leaf && leaf < q.fe; };
+    if (!whole(q.ls)) q.parts[q.nparts++] = q.ls;
+    if (q.le != q.ls && !whole(q.le)) q.parts[q.nparts++] = q.le;
+    return q;
+  }
+  static constexpr std::size_t kTouched = 0, kCovered = 1;
+  std::uint64_t* row(std::size_t v, std::size_t kind) {
+    return bits_.data() + (2 * v + kind) * stride_;
+  }
+  // Room for `stride` words a row (objects beyond the estimate).
+  void grow(std::size_t stride) {
+    std::vector<std::uint64_t> bits(4 * size_ * stride, 0);
+    for (std::size_t r = 0; r < 4 * size_; ++r)
+      std::copy_n(bits_.data() + r * stride_, stride_, bits.data() + r * stride);
+    bits_ = std::move(bits);
+    stride_ = stride;
+  }
+
+  std::size_t width_ = 1, leaves_ = 1, size_ = 1;
+  // Per node two rows of stride_ words (bit o of a row: object o):
+  // touched, covered.
+  std::size_t stride_ = 1;
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::vector<Part>> part_;                        // per leaf
+  std::vector<std::uint64_t> busy_;                            // scratch
+  std::vector<std::size_t> nodes_, paths_;                     // scratch
+};
 
 // ExecuTorch's shared objects and their allocations, indexed for steps
 // 2(a)-(c) (see the header).
@@ -98,6 +269,7 @@ class Objects {
     while (leaves_ < n) leaves_ *= 2;
     max_size_.assign(2 * leaves_, 0);
     mark_.reserve(n);
+    idle_.init(rs_, re_, times.size());
   }
 
   // Where buffer b goes: (object, offset inside it); creates the object
@@ -105,6 +277,70 @@ class Objects {
   std::pair<std::int32_t, Offset> pick(BufferId b, bool allow_overlapping) {
     const Bytes size = bufs_[b].size;
     const std::int32_t rs = rs_[b], re = re_[b];
+    // (a) from the index of idle objects, without reading the allocations.
+    const std::int32_t idle = firstIdle(rs, re, size);
+    if (idle != kNone) {
+      add(rs, re, idle, size);
+      return {idle, 0};
+    }
+    std::int32_t picked = kNone;
+    Offset at = 0;
+    if (allow_overlapping) std::tie(picked, at) = pickStacked(rs, re, size);
+    // (c) a new object of exactly this size.
+    if (picked == kNone) {
+      picked = static_cast<std::int32_t>(size_.size());
+      size_.push_back(size);
+      mark_.push_back(0);
+      for (std::size_t i = leaves_ + static_cast<std::size_t>(picked); i >= 1; i /= 2)
+        max_size_[i] = std::max(max_size_[i], size);
+    }
+    add(rs, re, picked, at + size);
+    return {picked, at};
+  }
+
+  std::size_t count() const { return size_.size(); }
+  Bytes size(std::size_t o) const { return size_[o]; }
+  std::uint64_t work() const { return work_; }
+
+ private:
+  // An allocation of `obj` over ranks [rs, re) reaching `top`, in both
+  // indexes.
+  void add(std::int32_t rs, std::int32_t re, std::int32_t obj, Offset top) {
+    const Alloc a{rs, re, obj, top};
+    const std::size_t first = bucketOf(rs), last = bucketOf(std::max(rs, re - 1));
+    buckets_[first].own.push_back(a);
+    for (std::size_t k = first; k <= last; ++k) buckets_[k].all.push_back(a);
+    idle_.add(rs, re, obj);
+    ++work_;
+  }
+
+  // (a): the first object at least `size` large with no allocation over
+  // [rs, re): alternately the next large enough object and the next idle
+  // one, until they agree.
+  std::int32_t firstIdle(std::int32_t rs, std::int32_t re, Bytes size) {
+    const std::size_t count = size_.size();
+    const std::vector<std::uint64_t>& busy = idle_.busy(rs, re, count, work_);
+    std::size_t from = 0;
+    while (true) {
+      const std::int32_t big = nextAtLeast(static_cast<std::int32_t>(from), size);
+      if (big == kNone) return kNone;
+      // The first idle object at or after `big`.
+      std::size_t o = static_cast<std::size_t>(big);
+      std::size_t w = o / 64;
+      std::uint64_t free = ~busy[w] & (~std::uint64_t{0} << (o % 64));
+      while (free == 0 && ++w < busy.size()) free = ~busy[w];
+      ++work_;
+      if (free == 0) return kNone;
+      o = w * 64 + static_cast<std::size_t>(__builtin_ctzll(free));
+      if (o >= count) return kNone;
+      if (o == static_cast<std::size_t>(big)) return big;
+      from = o;
+    }
+  }
+
+  // (b): the first busy object with room above its live allocations, read
+  // from the allocations live beside [rs, re) (kNone: none).
+  std::pair<std::int32_t, Offset> pickStacked(std::int32_t rs, std::int32_t re, Bytes size) {
     // The allocations live beside b: their objects are busy; tops per
     // object. Branch-free: whether an allocation is live, and whether its
     // object is new to the query, are data the branch predictor cannot
@@ -129,16 +365,7 @@ class Objects {
     }
     std::int32_t picked = kNone;
     Offset at = 0;
-    // (a) the first object at least as large that no live allocation uses.
-    for (std::int32_t o = nextAtLeast(0, size); o != kNone; o = nextAtLeast(o + 1, size)) {
-      ++work_;
-      if (mark_[static_cast<std::size_t>(o)] == 0) {
-        picked = o;
-        break;
-      }
-    }
-    // (b) the first object with room above its live allocations.
-    if (picked == kNone && allow_overlapping) {
+    {
       for (std::size_t k = 0; k < nb; ++k) {
         const std::int32_t o = busy_[k];
         const Bytes osize = size_[o];
@@ -151,25 +378,9 @@ class Objects {
       }
     }
     for (std::size_t k = 0; k < nb; ++k) mark_[static_cast<std::size_t>(busy_[k])] = 0;
-    // (c) a new object of exactly this size.
-    if (picked == kNone) {
-      picked = static_cast<std::int32_t>(size_.size());
-      size_.push_back(size);
-      mark_.push_back(0);
-      for (std::size_t i = leaves_ + static_cast<std::size_t>(picked); i >= 1; i /= 2)
-        max_size_[i] = std::max(max_size_[i], size);
-    }
-    const Alloc a{rs, re, picked, at + size};
-    buckets_[first].own.push_back(a);
-    for (std::size_t k = first; k <= last; ++k) buckets_[k].all.push_back(a);
     return {picked, at};
   }
 
-  std::size_t count() const { return size_.size(); }
-  Bytes size(std::size_t o) const { return size_[o]; }
-  std::uint64_t work() const { return work_; }
-
- private:
   // Packed (20 bytes, not 24): the lists are read end to end for every
   // buffer, and on large lists that reading is bound by memory bandwidth.
   struct __attribute__((packed)) Alloc {
@@ -217,6 +428,7 @@ class Objects {
   std::vector<std::int32_t> busy_;   // the busy objects of the query: [0, nb)
   std::size_t leaves_ = 1;
   std::vector<Bytes> max_size_;      // max-size tree over objects
+  IdleIndex idle_;
   std::uint64_t work_ = 0;
 };
 
