@@ -1,11 +1,33 @@
-// Replay of a plan on shadow arenas (see memplan/replay.h).
+// Replay of a plan on a model (memplan/replay.h): the graphs run node by
+// node on shadow arenas (verify/shadow.h), each output written with a write
+// id of its own and each read checked to find the write its tensor last
+// had.
+//
+// What it tracks, on x --n1--> y, (x, y) --n2--> z, with z planned over x:
+//
+//   plan         mem_id 1: x [0, 64)  y [64, 128)  z [0, 64)
+//
+//   step    runs                         events_ (writes)  shadow of mem_id 1
+//   start   write x; read x: w1 ok       w1: x, start      [0,64) w1
+//   n1      read x: w1 ok; write y;      w2: y, n1         [0,64) w1 [64,128) w2
+//           read y: w2 ok; read x: ok
+//   n2      read x, y: ok; write z;      w3: z, n2         [0,64) w3 [64,128) w2
+//           read z: w3 ok; read x: finds w3, not w1
+//           -> "tensor 'x' was clobbered at mem_id 1 offset 0:
+//               overwritten by 'z' at node 'n2'"
+//
+//   storages_[s]      one per spec of every graph (base_[graph] + spec):
+//                     its allocation and `version`, the write id its bytes
+//                     must hold (x: w1 until n2 reads it)
+//   tensor_storage_   tensor -> storage; views and in-place results share
+//                     their base's, and producing them writes nothing new
+//   traces_           per body (a graph a node runs), its first run's
+//                     operations, kept to replay later calls (see below)
 #include "memplan/replay.h"
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -13,213 +35,29 @@
 
 #include <fmt/format.h>
 
-#include "memplan/verify.h"
 #include "ir/body_walk.h"
+#include "memplan/verify.h"
 #include "verify/pieces.h"
+#include "verify/shadow.h"
 
 namespace memplan {
 namespace {
 
-using WriteId = std::uint32_t;  // index into the write log; 0 = never written
-constexpr WriteId kUnwritten = 0;
-
-// ---------------------------------------------------------------------------
-// Shadow of one pool: which write last touched each byte.
-//
-// A write or a check costs what the tensors are, never what they weigh:
-// the shadow is a run map unless a flat array of granules is as cheap.
-//
-//   pool (mem_id 1)   0        64       128   160     x, y at 64 B, z at 32 B
-//                     |--x:w1--|--y:w2--|z:w3-|
-//
-//   runs_  (map)      0 -> {end 64, w1}    each key a run's first byte; runs
-//                    64 -> {end 128, w2}   are disjoint, bytes of no run are
-//                   128 -> {end 160, w3}   unwritten. write: O(log n + runs
-//                                          it replaces); check: O(log n +
-//                                          runs it crosses), whatever the size
-//   cells_ (flat)     [w1 w1 w2 w2 w3]     granule 32 (gcd of every end):
-//                                          only when no range spans more than
-//                                          kMaxCellsPerRange cells and the
-//                                          pool has at most that many cells
-//                                          per range (a few per tensor)
-//
-//   write w4 over [96, 144): y's head and z's tail stay
-//   runs_                0 -> {64, w1}  64 -> {96, w2}  96 -> {144, w4}  144 -> {160, w3}
-//   check y [64, 128) for w2: the run at 64 passes, the run at 96 is w4:
-//                        Mismatch{96, w4}, the first clobbered byte and its writer
-//
-// A range of 2^27 bytes is one run; as cells it would be 2^27 writes at
-// granule 1, the reason the flat form is held to a few cells per range.
-class Shadow {
- public:
-  static constexpr std::uint64_t kMaxCellsPerRange = 64;
-
-  void initCells(Bytes size, Bytes granule) {
-    cells_mode_ = true;
-    granule_ = granule;
-    cells_.assign(static_cast<std::size_t>(size / granule + (size % granule != 0)), kUnwritten);
-  }
-  // Cells and runs writes and checks visited (ReplayResult::shadow_work).
-  std::uint64_t work() const { return work_; }
-
-  void write(Offset off, Bytes n, WriteId id) {
-    if (n == 0) return;
-    if (cells_mode_) {
-      work_ += (off + n) / granule_ - off / granule_;
-      std::fill(cells_.begin() + static_cast<std::ptrdiff_t>(off / granule_),
-                cells_.begin() + static_cast<std::ptrdiff_t>((off + n) / granule_), id);
-      return;
-    }
-    const Offset end = off + n;
-    auto it = runs_.lower_bound(off);
-    if (it != runs_.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second.end > off) {  // a run straddles `off`: keep its head
-        const Run tail = prev->second;
-        prev->second.end = off;
-        if (tail.end > end) runs_.emplace(end, tail);
-      }
-    }
-    it = runs_.lower_bound(off);
-    while (it != runs_.end() && it->first < end) {
-      ++work_;
-      if (it->second.end > end) {  // keep the part past `end`
-        const Run tail = it->second;
-        runs_.erase(it);
-        runs_.emplace(end, tail);
-        break;
-      }
-      it = runs_.erase(it);
-    }
-    runs_.emplace(off, Run{end, id});
-    ++work_;
-  }
-
-  struct Mismatch {
-    Offset offset;
-    WriteId found;
-  };
-  // First byte of [off, off + n) whose owner `accept` refuses.
-  template <typename Accept>
-  std::optional<Mismatch> check(Offset off, Bytes n, const Accept& accept) const {
-    if (n == 0) return std::nullopt;
-    if (cells_mode_) {
-      for (std::size_t c = off / granule_, e = (off + n) / granule_; c < e; ++c, ++work_)
-        if (!accept(cells_[c])) return Mismatch{c * granule_, cells_[c]};
-      return std::nullopt;
-    }
-    const Offset end = off + n;
-    Offset pos = off;
-    while (pos < end) {
-      ++work_;
-      auto it = runs_.upper_bound(pos);
-      if (it == runs_.begin() || std::prev(it)->second.end <= pos) {
-        if (!accept(kUnwritten)) return Mismatch{pos, kUnwritten};
-        pos = it == runs_.end() ? end : std::min(end, it->first);
-        continue;
-      }
-      const Run& run = std::prev(it)->second;
-      if (!accept(run.id)) return Mismatch{pos, run.id};
-      pos = run.end;
-    }
-    return std::nullopt;
-  }
-
- private:
-  struct Run {
-    Offset end;
-    WriteId id;
-  };
-  bool cells_mode_ = false;
-  mutable std::uint64_t work_ = 0;
-  Bytes granule_ = 1;
-  std::vector<WriteId> cells_;
-  std::map<Offset, Run> runs_;
-};
-
-// The ranges a pool's shadow will be written and checked over: what
-// chooses its form.
-struct PoolShape {
-  Bytes size = 0;            // arena bytes
-  Bytes granule = 0;         // gcd of every range's ends (0: no range yet)
-  Bytes longest = 0;         // longest range
-  std::uint64_t ranges = 0;  // ranges added
-  void add(Offset begin, Bytes n) {
-    granule = std::gcd(granule, std::gcd(begin, begin + n));
-    longest = std::max(longest, n);
-    ++ranges;
-  }
-};
-
-// Shadows of `pools` (index = mem_id): flat cells where each range is a few
-// cells, the pool a few cells per range and the budget lasts (in mem_id
-// order); run maps otherwise.
-std::vector<Shadow> makeShadows(const std::vector<PoolShape>& pools, const ReplayOptions& options,
-                                ReplayResult& result) {
-  std::vector<Shadow> shadows(pools.size());
-  std::uint64_t budget = options.force_sparse ? 0 : options.max_dense_bytes;
-  for (std::size_t m = 1; m < pools.size(); ++m) {
-    const PoolShape& pool = pools[m];
-    const Bytes g = std::max<Bytes>(pool.granule, 1);
-    const std::uint64_t cells = pool.size / g + (pool.size % g != 0);
-    const std::uint64_t cost = cells * sizeof(WriteId);  // sizes <= kMaxBytes: no overflow
-    const bool cheap = pool.longest / g <= Shadow::kMaxCellsPerRange &&
-                       cells / Shadow::kMaxCellsPerRange <= pool.ranges;
-    if (cheap && cells <= budget / sizeof(WriteId) && cost <= budget) {
-      budget -= cost;
-      shadows[m].initCells(pool.size, g);
-      ++result.dense_pools;
-    } else {
-      ++result.sparse_pools;
-    }
-  }
-  return shadows;
-}
+using shadow::bump;
+using shadow::Clobber;
+using shadow::kUnwritten;
+using shadow::PoolShape;
+using shadow::reportClobber;
+using shadow::saturatingCount;
+using shadow::Shadow;
+using shadow::shadowWork;
+using shadow::WriteId;
 
 std::string stepName(const std::string& node, bool end) {
   if (!node.empty()) return fmt::format("node '{}'", node);
   return end ? "graph end" : "graph start";
 }
 
-// The first clobber, as ReplayResult reports it.
-struct Clobber {
-  GraphId graph = 0;
-  std::string victim, writer, writer_node, reader_node;
-  TimeValue write_step = 0, read_step = 0;
-  MemId mem_id = 0;
-  Offset offset = 0;
-  std::string message;
-};
-
-void report(ReplayResult& r, Clobber c) {
-  if (r.issue != ReplayIssue::None) return;
-  r.issue = ReplayIssue::Clobber;
-  r.graph = c.graph;
-  r.victim = std::move(c.victim);
-  r.writer = std::move(c.writer);
-  r.writer_node = std::move(c.writer_node);
-  r.write_step = c.write_step;
-  r.reader_node = std::move(c.reader_node);
-  r.read_step = c.read_step;
-  r.mem_id = c.mem_id;
-  r.offset = c.offset;
-  r.message = std::move(c.message);
-}
-
-// a + b, saturating (counts of a run whose bodies repeat may be huge).
-std::uint64_t saturatingCount(std::uint64_t a, std::uint64_t b) {
-  return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max()
-                                                           : a + b;
-}
-void bump(std::uint64_t& count) { count = saturatingCount(count, 1); }
-
-std::uint64_t shadowWork(const std::vector<Shadow>& shadows) {
-  std::uint64_t work = 0;
-  for (const Shadow& s : shadows) work = saturatingCount(work, s.work());
-  return work;
-}
-
-// ---------------------------------------------------------------------------
 // Model replay.
 //
 // A body run by several nodes (bodies form a DAG: graph i may run graph i+1
@@ -346,12 +184,39 @@ class ModelReplay {
     return -1;
   }
 
+  // Indexes the plan's storages and the model's tensors, sizes the arenas
+  // and shapes their shadows. False (r_ says why) when the plan cannot be
+  // replayed.
   bool prepare() {
     if (p_.graphs.size() != m_.graphs.size() || m_.graphs.empty()) {
       fail(ReplayIssue::BadPlan, fmt::format("replay: the plan has {} graphs, the model {}",
                                              p_.graphs.size(), m_.graphs.size()));
       return false;
     }
+    if (!indexStorages()) return false;
+    findRoots();
+    std::vector<Bytes> sizes;
+    if (!arenaSizes(sizes)) return false;
+    std::vector<PoolShape> pools;
+    if (!shapePools(sizes, pools)) return false;
+    shadows_ = shadow::makeShadows(pools, options_, r_);
+    gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
+    traces_.resize(m_.graphs.size());
+    touched_.assign(storages_.size(), 0);
+    captured_.resize(m_.graphs.size());
+    walked_.assign(m_.graphs.size(), 0);
+    state_of_.resize(m_.graphs.size());
+    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
+      if (m_.tensors[t].kind == TensorKind::MutableBuffer && m_.tensors[t].graph >= 0 &&
+          static_cast<std::size_t>(m_.tensors[t].graph) < m_.graphs.size())
+        state_of_[m_.tensors[t].graph].push_back(t);
+    events_.emplace_back();  // WriteId 0: never written
+    return true;
+  }
+
+  // One storage per spec of every graph, its allocation, and the bytes its
+  // largest tensor needs.
+  bool indexStorages() {
     base_.resize(p_.graphs.size());
     std::size_t total = 0;
     for (std::size_t g = 0; g < p_.graphs.size(); ++g) {
@@ -383,10 +248,11 @@ class ModelReplay {
       if (s >= 0 && !m_.tensors[t].dynamic_unbound)
         storages_[s].need = std::max(storages_[s].need, m_.tensors[t].nbytes);
     }
+    return true;
+  }
 
-    // Every pool lives in the methods' arenas (one per mem_id, as large as
-    // the largest method's); bodies use their prefix.
-    std::vector<Bytes> sizes;
+  // Each graph's method: the entry graph above it.
+  void findRoots() {
     root_.assign(p_.graphs.size(), kNone);
     for (GraphId g = 0; g < static_cast<GraphId>(p_.graphs.size()); ++g) {
       GraphId r = g;
@@ -396,21 +262,30 @@ class ModelReplay {
         r = m_.graphs[r].parent;
       root_[g] = r;
     }
-    {
-      std::vector<GraphId> entries;
-      for (const MethodPlan& m : p_.methods) entries.push_back(m.graph);
-      if (entries.empty()) entries.push_back(0);
-      for (GraphId e : entries) {
-        if (e < 0 || static_cast<std::size_t>(e) >= p_.graphs.size()) {
-          fail(ReplayIssue::BadPlan, fmt::format("replay: method graph {} does not exist", e));
-          return false;
-        }
-        const std::vector<Bytes>& b = p_.graphs[e].bufsizes;
-        if (sizes.size() < b.size()) sizes.resize(b.size(), 0);
-        for (std::size_t m = 0; m < b.size(); ++m) sizes[m] = std::max(sizes[m], b[m]);
+  }
+
+  // Every pool lives in the methods' arenas (one per mem_id, as large as
+  // the largest method's); bodies use their prefix.
+  bool arenaSizes(std::vector<Bytes>& sizes) {
+    std::vector<GraphId> entries;
+    for (const MethodPlan& m : p_.methods) entries.push_back(m.graph);
+    if (entries.empty()) entries.push_back(0);
+    for (GraphId e : entries) {
+      if (e < 0 || static_cast<std::size_t>(e) >= p_.graphs.size()) {
+        fail(ReplayIssue::BadPlan, fmt::format("replay: method graph {} does not exist", e));
+        return false;
       }
+      const std::vector<Bytes>& b = p_.graphs[e].bufsizes;
+      if (sizes.size() < b.size()) sizes.resize(b.size(), 0);
+      for (std::size_t m = 0; m < b.size(); ++m) sizes[m] = std::max(sizes[m], b[m]);
     }
-    std::vector<PoolShape> pools(sizes.size());
+    return true;
+  }
+
+  // The ranges each arena's shadow will see; false when an allocation is
+  // too short for its tensor or lies outside its pool.
+  bool shapePools(const std::vector<Bytes>& sizes, std::vector<PoolShape>& pools) {
+    pools.resize(sizes.size());
     for (std::size_t m = 0; m < sizes.size(); ++m) pools[m].size = sizes[m];
     for (const Storage& s : storages_) {
       if (!s.alloc || s.need == 0) continue;
@@ -441,18 +316,6 @@ class ModelReplay {
       piece::piecesOf(gp.specs.specs[s.spec], a.size, pieces_);
       for (const piece::Piece& p : pieces_) pools[mid].add(a.offset + p.begin, p.end - p.begin);
     }
-    shadows_ = makeShadows(pools, options_, r_);
-    gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
-    traces_.resize(m_.graphs.size());
-    touched_.assign(storages_.size(), 0);
-    captured_.resize(m_.graphs.size());
-    walked_.assign(m_.graphs.size(), 0);
-    state_of_.resize(m_.graphs.size());
-    for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
-      if (m_.tensors[t].kind == TensorKind::MutableBuffer && m_.tensors[t].graph >= 0 &&
-          static_cast<std::size_t>(m_.tensors[t].graph) < m_.graphs.size())
-        state_of_[m_.tensors[t].graph].push_back(t);
-    events_.emplace_back();  // WriteId 0: never written
     return true;
   }
 
@@ -568,7 +431,7 @@ class ModelReplay {
                               c.victim, g, c.mem_id, c.offset, c.writer, stepName(w.node, false),
                               w.graph, w.step, stepName(node, end), step);
     }
-    report(r_, std::move(c));
+    reportClobber(r_, std::move(c));
   }
 
   // A mutable buffer of a graph is loaded at its start unless already there.
@@ -882,183 +745,5 @@ class ModelReplay {
 ReplayResult replayPlan(const Model& model, const Plan& plan, const ReplayOptions& options) {
   return ModelReplay(model, plan, options).run();
 }
-
-// ---------------------------------------------------------------------------
-// Spec list replay.
-namespace {
-ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_options,
-                            const ReplayOptions& options);
-}  // namespace
-
-ReplayResult replaySpecs(const GraphPlan& plan, const ReplayOptions& options) {
-  return replaySpecs(plan, PlanOptions{}, options);
-}
-
-ReplayResult replaySpecs(const GraphPlan& plan, const PlanOptions& plan_options,
-                         const ReplayOptions& options) {
-  ReplayResult r = replaySpecsRun(plan, plan_options, options);
-  if (!r.ok()) return r;
-  // What needs no running is checked as the verifier checks it.
-  if (const VerifyResult structure = checkGraphStructure(plan, plan_options, 1); !structure.ok()) {
-    r.issue = ReplayIssue::BadPlan;
-    r.message = "replay: " + structure.violations[0].message;
-  }
-  return r;
-}
-
-namespace {
-
-ReplayResult replaySpecsRun(const GraphPlan& plan, const PlanOptions& plan_options,
-                            const ReplayOptions& options) {
-  ReplayResult r;
-  const std::vector<Spec>& specs = plan.specs.specs;
-  std::vector<const Allocation*> alloc(specs.size(), nullptr);
-  for (const Allocation& a : plan.allocations) {
-    if (a.spec < 0 || static_cast<std::size_t>(a.spec) >= specs.size()) {
-      r.issue = ReplayIssue::BadPlan;
-      r.message = fmt::format("replay: allocation for spec {}, which does not exist", a.spec);
-      return r;
-    }
-    alloc[a.spec] = &a;
-  }
-  std::vector<Bytes> reserved(plan.bufsizes.size(), 0);
-  for (const PoolInfo& pool : plan.pools)
-    if (pool.mem_id >= 1 && static_cast<std::size_t>(pool.mem_id) < reserved.size())
-      reserved[pool.mem_id] = std::min(pool.reserved, plan.bufsizes[pool.mem_id]);
-
-  std::vector<PoolShape> pools(plan.bufsizes.size());
-  for (std::size_t m = 1; m < reserved.size(); ++m) {
-    pools[m].size = plan.bufsizes[m];
-    if (reserved[m] > 0) pools[m].add(0, reserved[m]);
-  }
-  // One write and one read per piece (a spec without gaps: one piece).
-  struct Op {
-    TimeValue time;
-    bool read;
-    SpecId spec;
-    std::int64_t piece;  // index into `parts` (bytes from the offset); -1: all
-  };
-  std::vector<Op> ops;
-  std::vector<piece::Piece> pieces, parts;
-  for (std::size_t s = 0; s < specs.size(); ++s) {
-    const Allocation* a = alloc[s];
-    if (!a || specs[s].nbytes == 0 || a->size == 0) continue;
-    const Spec& spec = specs[s];
-    const auto end = checkedAdd(a->offset, a->size);  // padding included
-    const auto mid = static_cast<std::size_t>(std::max(a->mem_id, 0));
-    const Bytes pool = mid < plan.bufsizes.size() ? plan.bufsizes[mid] : 0;
-    if (a->size < spec.nbytes) {
-      r.issue = ReplayIssue::ShortAllocation;
-      r.message = fmt::format("replay: spec '{}' needs {} bytes but its allocation holds {}",
-                              spec.name, spec.nbytes, a->size);
-      return r;
-    }
-    if (a->mem_id < 1 || !end || *end > pool) {
-      r.issue = ReplayIssue::OutOfArena;
-      r.message = fmt::format("replay: spec '{}' at mem_id {} [{}, +{}) lies outside its pool "
-                              "({} bytes)", spec.name, a->mem_id, a->offset, a->size, pool);
-      return r;
-    }
-    if (spec.first > spec.last) {
-      r.issue = ReplayIssue::BadPlan;
-      r.message = fmt::format("replay: spec '{}' has lifetime [{}, {}]", spec.name, spec.first,
-                              spec.last);
-      return r;
-    }
-    pools[mid].add(a->offset, a->size);
-    if (spec.gaps.empty()) {
-      ops.push_back({spec.first, false, static_cast<SpecId>(s), -1});
-      ops.push_back({spec.last, true, static_cast<SpecId>(s), -1});
-      continue;
-    }
-    piece::piecesOf(spec, a->size, pieces);
-    for (const piece::Piece& p : pieces) {
-      pools[mid].add(a->offset + p.begin, p.end - p.begin);
-      const auto part = static_cast<std::int64_t>(parts.size());
-      parts.push_back(p);
-      ops.push_back({p.first, false, static_cast<SpecId>(s), part});
-      ops.push_back({p.last, true, static_cast<SpecId>(s), part});
-    }
-  }
-  // Writes of a step before its reads; stable by spec order otherwise.
-  std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return a.read < b.read;
-  });
-  std::vector<Shadow> shadows = makeShadows(pools, options, r);
-
-  // Write ids: 1 + spec for specs, `reserved_id` for the prefixes.
-  const WriteId reserved_id = static_cast<WriteId>(specs.size()) + 1;
-  for (std::size_t m = 1; m < reserved.size(); ++m) shadows[m].write(0, reserved[m], reserved_id);
-  const auto specOfId = [&](WriteId id) -> SpecId {
-    return id >= 1 && id <= specs.size() ? static_cast<SpecId>(id - 1) : kNone;
-  };
-  TimeValue last_time = std::numeric_limits<TimeValue>::min();
-  for (const Op& op : ops) {
-    if (op.time != last_time) ++r.steps, last_time = op.time;
-    const Allocation& a = *alloc[op.spec];
-    const Offset at = op.piece < 0 ? a.offset : a.offset + parts[op.piece].begin;
-    const Bytes n = op.piece < 0 ? a.size : parts[op.piece].end - parts[op.piece].begin;
-    const WriteId id = static_cast<WriteId>(op.spec) + 1;
-    if (!op.read) {
-      shadows[a.mem_id].write(at, n, id);
-      ++r.writes;
-      continue;
-    }
-    ++r.reads;
-    // A ShareWith pair at one offset may overwrite each other, and so may
-    // pinned specs the plan lets share bytes (the verifier's exceptions).
-    const bool pinned = plan_options.allow_pinned_overlap && specs[op.spec].offset.has_value();
-    const auto accept = [&](WriteId found) {
-      if (found == id) return true;
-      const SpecId other = specOfId(found);
-      if (other == kNone) return false;
-      if (pinned && specs[other].offset.has_value()) return true;
-      return alloc[other] && alloc[other]->mem_id == a.mem_id && alloc[other]->offset == a.offset &&
-             (specs[other].inplace_base == op.spec || specs[op.spec].inplace_base == other);
-    };
-    if (const auto bad = shadows[a.mem_id].check(at, n, accept)) {
-      const SpecId other = specOfId(bad->found);
-      Clobber c;
-      c.graph = plan.graph;
-      c.victim = specs[op.spec].name;
-      c.writer = other != kNone ? specs[other].name : "";
-      c.write_step = other != kNone ? specs[other].first : 0;
-      c.read_step = op.time;
-      c.mem_id = a.mem_id;
-      c.offset = bad->offset;
-      c.message = fmt::format("replay: spec '{}' [{}, {}] was clobbered at mem_id {} offset {}: "
-                              "overwritten by '{}' (written at step {})",
-                              c.victim, specs[op.spec].first, specs[op.spec].last, c.mem_id,
-                              c.offset, other != kNone ? c.writer : "nothing", c.write_step);
-      report(r, std::move(c));
-      r.shadow_work = shadowWork(shadows);
-      return r;
-    }
-  }
-  for (std::size_t m = 1; m < reserved.size(); ++m) {
-    const auto bad = shadows[m].check(0, reserved[m],
-                                      [&](WriteId found) { return found == reserved_id; });
-    if (!bad) continue;
-    const SpecId other = specOfId(bad->found);
-    Clobber c;
-    c.graph = plan.graph;
-    c.victim = fmt::format("reserved prefix of mem_id {}", m);
-    c.writer = other != kNone ? specs[other].name : "";
-    c.write_step = other != kNone ? specs[other].first : 0;
-    c.mem_id = static_cast<MemId>(m);
-    c.offset = bad->offset;
-    c.message = fmt::format("replay: the reserved prefix of mem_id {} ({} bytes) was overwritten "
-                            "at offset {} by '{}' (written at step {})",
-                            m, reserved[m], c.offset, c.writer, c.write_step);
-    report(r, std::move(c));
-    r.shadow_work = shadowWork(shadows);
-    return r;
-  }
-  r.shadow_work = shadowWork(shadows);
-  return r;
-}
-
-}  // namespace
 
 }  // namespace memplan
