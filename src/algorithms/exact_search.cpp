@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "algorithms/exact_layout.h"
 #include "algorithms/pool_util.h"
@@ -783,110 +784,154 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   return out;
 }
 
-ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
-                           const ExactParams& params) {
-  if (mp.buffers.size() > params.window_threshold)
-    return windowSearch(mp, best, lower_bound, params);
-  ExactResult out;
-  Bytes best_height = heightOf(mp, best);
-  const Bytes g = granularity(mp);
-  // Heights are multiples of g: round the bound up to one.
-  Bytes lo = std::max(lower_bound, mp.reserved);
-  for (const Buffer& b : mp.buffers)
-    if (b.fixed_offset && b.size > 0) lo = std::max(lo, *b.fixed_offset + b.size);
-  lo = (lo + g - 1) / g * g;
-  Bytes proven = lo;      // no placement is lower
-  std::uint64_t budget = params.node_limit;
-  const auto deadline = deadlineOf(params);
-  Searcher searcher(mp, params);
-  const std::uint64_t items = mp.buffers.size();
-  // A probe at `cap`: kFound lowers the incumbent, a proof raises lo.
-  // A probe's share of the steps is its share of the nodes.
-  const double steps_per_node =
-      params.step_limit ? static_cast<double>(params.step_limit) /
-                              static_cast<double>(std::max<std::uint64_t>(1, params.node_limit))
-                        : 0;
-  auto probe = [&](Bytes cap, std::uint64_t give) {
-    const std::uint64_t before = searcher.nodes();
-    const std::uint64_t nodes = std::max<std::uint64_t>(1, std::min(give, budget));
+// minimizeHeight's probes on one merged pool (see exact_search.h): each
+// probe either lowers the incumbent or raises the proven bound.
+class HeightMinimizer {
+ public:
+  HeightMinimizer(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                  const ExactParams& params)
+      : mp_(mp),
+        params_(params),
+        best_(std::move(best)),
+        best_height_(heightOf(mp, best_)),
+        g_(granularity(mp)),
+        budget_(params.node_limit),
+        deadline_(deadlineOf(params)),
+        searcher_(mp, params),
+        items_(mp.buffers.size()),
+        // A probe's share of the steps is its share of the nodes.
+        steps_per_node_(params.step_limit
+                            ? static_cast<double>(params.step_limit) /
+                                  static_cast<double>(std::max<std::uint64_t>(1, params.node_limit))
+                            : 0) {
+    // Heights are multiples of g: round the bound up to one.
+    lo_ = std::max(lower_bound, mp.reserved);
+    for (const Buffer& b : mp.buffers)
+      if (b.fixed_offset && b.size > 0) lo_ = std::max(lo_, *b.fixed_offset + b.size);
+    lo_ = (lo_ + g_ - 1) / g_ * g_;
+    proven_ = lo_;
+  }
+
+  ExactResult run() {
+    probeTheBound();
+    descend();
+    sweepBelowIncumbent();
+    ExactResult out;
+    out.offsets = std::move(best_);
+    out.height = best_height_;
+    out.found = true;
+    out.stopped = best_height_ > lo_ && budget_ > 0 && timeUp();
+    out.nodes = searcher_.nodes();
+    out.steps = searcher_.steps();
+    out.proven_bound = std::min(proven_, best_height_);
+    out.proven_optimal = best_height_ <= proven_;
+    return out;
+  }
+
+ private:
+  // A probe at `cap` with `give` nodes: kFound lowers the incumbent, a
+  // proof raises lo_.
+  Status probe(Bytes cap, std::uint64_t give) {
+    const std::uint64_t before = searcher_.nodes();
+    const std::uint64_t nodes = std::max<std::uint64_t>(1, std::min(give, budget_));
     const std::uint64_t steps =
-        params.step_limit ? static_cast<std::uint64_t>(std::min(
-                                1e18, std::max(1.0, steps_per_node * static_cast<double>(nodes))))
-                          : ~std::uint64_t{0};
-    const Status st = searcher.solve(cap, nodes, steps,
-                                     deadline ? &*deadline : nullptr);
-    budget -= std::min(budget, searcher.nodes() - before);
-    if (searcher.outOfSteps()) budget = 0;  // every later probe would abort
+        params_.step_limit ? static_cast<std::uint64_t>(std::min(
+                                 1e18, std::max(1.0, steps_per_node_ * static_cast<double>(nodes))))
+                           : ~std::uint64_t{0};
+    const Status st = searcher_.solve(cap, nodes, steps, deadline_ ? &*deadline_ : nullptr);
+    budget_ -= std::min(budget_, searcher_.nodes() - before);
+    if (searcher_.outOfSteps()) budget_ = 0;  // every later probe would abort
     if (st == Status::kFound) {
-      std::vector<Offset> offsets = searcher.offsets();
-      const Bytes h = heightOf(mp, offsets);
-      if (h < best_height) {
-        best = std::move(offsets);
-        best_height = h;
+      std::vector<Offset> offsets = searcher_.offsets();
+      const Bytes h = heightOf(mp_, offsets);
+      if (h < best_height_) {
+        best_ = std::move(offsets);
+        best_height_ = h;
       }
-    } else if (st == Status::kNotFound && searcher.complete()) {
+    } else if (st == Status::kNotFound && searcher_.complete()) {
       // Nothing fits at cap: nothing lower either.
-      lo = std::max(lo, cap + g);
-      proven = std::max(proven, lo);
+      lo_ = std::max(lo_, cap + g_);
+      proven_ = std::max(proven_, lo_);
     }
     return st;
-  };
-  auto timeUp = [&] {
-    return (deadline && Clock::now() >= *deadline) ||
-           (params.stop && params.stop->load(std::memory_order_relaxed));
-  };
+  }
+  bool timeUp() const {
+    return (deadline_ && Clock::now() >= *deadline_) ||
+           (params_.stop && params_.stop->load(std::memory_order_relaxed));
+  }
+  // A share of the node limit, at least one node.
+  std::uint64_t share(double f) const {
+    return static_cast<std::uint64_t>(std::max(1.0, f * static_cast<double>(params_.node_limit)));
+  }
+
   // 1. The bound itself: most real pools and most of MiniMalloc's
   //    instances fit there.
-  const double total = static_cast<double>(params.node_limit);
-  auto share = [&](double f) { return static_cast<std::uint64_t>(std::max(1.0, f * total)); };
-  if (lo < best_height && budget > 0 && !timeUp()) probe(lo, share(params.bound_probe_share));
+  void probeTheBound() {
+    if (lo_ < best_height_ && budget_ > 0 && !timeUp()) probe(lo_, share(params_.bound_probe_share));
+  }
+
   // 2. Descend from the incumbent in steps that double while probes
   //    succeed and halve when one runs out of nodes, down to one granule.
-  const std::uint64_t small = std::max<std::uint64_t>(share(params.descent_probe_share), 50 * items);
-  Bytes step = (best_height > lo ? best_height - lo : 0) / 2;
-  while (best_height > lo + g && budget > 0 && !timeUp()) {
-    const Bytes room = best_height - lo;
-    step = std::min(std::max(step, g), room);
-    const Bytes down = std::max(g, step / g * g);
-    if (down <= g) break;
-    const Status st = probe(best_height - std::min(down, room), small);
-    if (st == Status::kFound)
-      step = std::min<Bytes>(2 * step, (best_height > lo ? best_height - lo : 0) / 2);
-    else if (st == Status::kNotFound && searcher.complete())
-      step = (best_height > lo ? best_height - lo : 0) / 2;
-    else
-      step /= 2;
+  void descend() {
+    const std::uint64_t small = std::max<std::uint64_t>(share(params_.descent_probe_share), 50 * items_);
+    Bytes step = (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2;
+    while (best_height_ > lo_ + g_ && budget_ > 0 && !timeUp()) {
+      const Bytes room = best_height_ - lo_;
+      step = std::min(std::max(step, g_), room);
+      const Bytes down = std::max(g_, step / g_ * g_);
+      if (down <= g_) break;
+      const Status st = probe(best_height_ - std::min(down, room), small);
+      if (st == Status::kFound)
+        step = std::min<Bytes>(2 * step, (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2);
+      else if (st == Status::kNotFound && searcher_.complete())
+        step = (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2;
+      else
+        step /= 2;
+    }
   }
+
   // 3. Sweep the capacities just below the incumbent, each with a small
   //    budget that doubles every round: near the optimum the search time
   //    jumps from capacity to capacity, so trying several beats hammering
   //    one. A success restarts the sweep below the new incumbent.
-  const Bytes sweep_caps = std::max<std::size_t>(1, params.sweep_capacities);
-  for (std::uint64_t give = std::max<std::uint64_t>(share(params.sweep_probe_share), 25 * items);
-       best_height > lo && budget > 0 && !timeUp(); give *= 2) {
-    bool improved = true;
-    while (improved && best_height > lo && budget > 0 && !timeUp()) {
-      improved = false;
-      for (Bytes k = 1; k <= sweep_caps && best_height >= lo + k * g && budget > 0; ++k) {
-        const Bytes cap = best_height - k * g;
-        const Status st = probe(cap, give);
-        if (st == Status::kFound) {
-          improved = true;
-          break;
+  void sweepBelowIncumbent() {
+    const Bytes sweep_caps = std::max<std::size_t>(1, params_.sweep_capacities);
+    for (std::uint64_t give = std::max<std::uint64_t>(share(params_.sweep_probe_share), 25 * items_);
+         best_height_ > lo_ && budget_ > 0 && !timeUp(); give *= 2) {
+      bool improved = true;
+      while (improved && best_height_ > lo_ && budget_ > 0 && !timeUp()) {
+        improved = false;
+        for (Bytes k = 1; k <= sweep_caps && best_height_ >= lo_ + k * g_ && budget_ > 0; ++k) {
+          const Status st = probe(best_height_ - k * g_, give);
+          if (st == Status::kFound) {
+            improved = true;
+            break;
+          }
+          if (st == Status::kNotFound && searcher_.complete()) break;  // lo rose past cap
         }
-        if (st == Status::kNotFound && searcher.complete()) break;  // lo rose past cap
       }
     }
   }
-  out.offsets = std::move(best);
-  out.height = best_height;
-  out.found = true;
-  out.stopped = best_height > lo && budget > 0 && timeUp();
-  out.nodes = searcher.nodes();
-  out.steps = searcher.steps();
-  out.proven_bound = std::min(proven, best_height);
-  out.proven_optimal = best_height <= proven;
-  return out;
+
+  const PoolProblem& mp_;
+  const ExactParams& params_;
+  std::vector<Offset> best_;  // the incumbent
+  Bytes best_height_;
+  const Bytes g_;             // every height is a multiple of it
+  Bytes lo_ = 0;              // no placement is lower (probes raise it)
+  Bytes proven_ = 0;          // the highest bound proven
+  std::uint64_t budget_;      // nodes left
+  const std::optional<Clock::time_point> deadline_;
+  Searcher searcher_;
+  const std::uint64_t items_;
+  const double steps_per_node_;
+};
+
+ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                           const ExactParams& params) {
+  if (mp.buffers.size() > params.window_threshold)
+    return windowSearch(mp, best, lower_bound, params);
+  return HeightMinimizer(mp, std::move(best), lower_bound, params).run();
 }
 
 // The search recurses once per placed item (search -> decompose ->
