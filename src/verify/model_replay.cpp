@@ -58,7 +58,80 @@ std::string stepName(const std::string& node, bool end) {
   return end ? "graph end" : "graph start";
 }
 
-// Model replay.
+// A body's captured tensors, computed once per body.
+class CapturedUses {
+ public:
+  explicit CapturedUses(const Model& m)
+      : m_(m), captured_(m.graphs.size()), walked_(m.graphs.size(), 0) {}
+
+  struct Use {
+    TensorId tensor;
+    std::uint64_t times;
+  };
+  // Tensors from outside `body` that it (or a body inside it) uses: for
+  // the node that runs it they are inputs like its own. Each once, in the
+  // order a depth-first walk first meets them, with the number of times a
+  // walk that enters a body at every node running it would meet it (each
+  // is a read; the first decides, the others find the same bytes).
+  // Computed once per body, each graph below it walked once.
+  const std::vector<Use>& of(GraphId body) {
+    if (captured_[body]) return *captured_[body];
+    std::vector<Use>& out = captured_[body].emplace();
+    const auto outside = [&](TensorId t) {
+      if (t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return false;
+      for (GraphId a = m_.tensors[t].graph, hops = 0;
+           a >= 0 && static_cast<std::size_t>(a) < m_.graphs.size() && hops <= 64;
+           a = m_.graphs[a].parent, ++hops)
+        if (a == body) return false;
+      return true;
+    };
+    // 1. The graphs below `body`, depth first; tensors in first-meeting order.
+    std::map<GraphId, std::size_t> order;  // graph -> position in `walk`
+    std::vector<GraphId> walk, finished;
+    std::map<TensorId, std::size_t> index;  // tensor -> position in `out`
+    walkBodiesOnce(
+        m_, body, walked_,
+        [&](GraphId x) {
+          order.emplace(x, walk.size());
+          walk.push_back(x);
+        },
+        [&](const std::vector<TensorId>& list) {
+          for (TensorId t : list)
+            if (outside(t) && index.emplace(t, out.size()).second) out.push_back({t, 0});
+        },
+        [&](GraphId x) { finished.push_back(x); });
+    for (GraphId x : walk) walked_[x] = 0;
+    // 2. How many ways each graph is entered from `body` (callers first:
+    // reverse finishing order), and each use counted that many times.
+    std::vector<std::uint64_t> paths(walk.size(), 0);
+    paths[0] = 1;
+    const auto count = [&](const std::vector<TensorId>& list, std::uint64_t times) {
+      for (TensorId t : list)
+        if (const auto it = index.find(t); it != index.end())
+          out[it->second].times = saturatingCount(out[it->second].times, times);
+    };
+    for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
+      const std::uint64_t times = paths[order.at(*it)];
+      const Graph& graph = m_.graphs[*it];
+      for (const Node& node : graph.nodes) {
+        count(node.inputs, times);
+        count(node.outputs, times);
+        for (GraphId s : node.subgraphs)
+          if (const auto at = order.find(s); at != order.end() && s != body)
+            paths[at->second] = saturatingCount(paths[at->second], times);
+      }
+      count(graph.outputs, times);
+    }
+    return out;
+  }
+
+ private:
+  const Model& m_;
+  std::vector<std::optional<std::vector<Use>>> captured_;  // by body
+  std::vector<char> walked_;  // walkBodiesOnce's marks, cleared after each walk
+};
+
+// Body traces.
 //
 // A body run by several nodes (bodies form a DAG: graph i may run graph i+1
 // from two nodes, 2^depth runs in all) is stepped through once; its trace
@@ -75,6 +148,97 @@ std::string stepName(const std::string& node, bool end) {
 // Replaying the trace is the body's run exactly: same checks on the same
 // bytes, same verdict, same message, same counts; each distinct body costs
 // its own size once and its trace's size per call.
+
+// One operation of a body's trace: the arguments of write() or read().
+enum class OpKind : std::uint8_t { Write, Read, LoadIfUnwritten };
+struct Op {
+  OpKind kind = OpKind::Write;
+  std::int64_t storage = -1;         // write / load: the storage written
+  TensorId tensor = kNone;
+  GraphId graph = 0;
+  const std::string* node = nullptr;
+  TimeValue step = 0;
+  bool end = false;                  // read: at the graph's end
+  Bytes begin = 0;
+  std::optional<Bytes> until;        // bytes [begin, until) of the storage
+  bool counted_write = false;        // when recorded: counted as a write
+  // As recorded: the counters before it ran. In a trace: what the
+  // operations dropped since the kept one before it counted.
+  std::uint64_t writes = 0, reads = 0, steps = 0;
+};
+struct Trace {
+  std::vector<Op> ops;
+  std::uint64_t writes = 0, reads = 0, steps = 0;  // dropped after the last op
+};
+struct Recorder {
+  std::vector<Op> ops;               // as run (bodies inside: their kept operations)
+  std::uint64_t writes = 0, reads = 0, steps = 0;  // counters at the start
+};
+
+// The operations of a body's run that its trace keeps (see above), in
+// order, as recorded. `touched` (by storage, all 0) is scratch.
+template <typename StorageSize>
+std::vector<Op> keptOps(const Recorder& run, std::vector<char>& touched, const StorageSize& size) {
+  std::vector<Op> out;
+  std::vector<std::size_t> touchedlist;
+  std::vector<const Op*> segment;  // writes since the last kept read
+  const auto flush = [&] {
+    // The last write of each (storage, bytes), in order.
+    std::set<std::tuple<std::int64_t, Bytes, Bytes>> seen;
+    std::vector<const Op*> last;
+    for (auto it = segment.rbegin(); it != segment.rend(); ++it) {
+      const Op& w = **it;
+      const Bytes until = w.until.value_or(size(w.storage));
+      if (seen.emplace(w.storage, w.begin, until).second) last.push_back(&w);
+    }
+    for (auto it = last.rbegin(); it != last.rend(); ++it) out.push_back(**it);
+    segment.clear();
+  };
+  for (const Op& op : run.ops) {
+    const auto s = static_cast<std::size_t>(op.storage);
+    const bool first = !touched[s];
+    if (first) touchedlist.push_back(s);
+    touched[s] = 1;
+    if (op.kind == OpKind::Write) {
+      segment.push_back(&op);
+    } else if (op.kind == OpKind::LoadIfUnwritten || first) {
+      flush();
+      out.push_back(op);
+    }
+  }
+  flush();
+  for (std::size_t t : touchedlist) touched[t] = 0;
+  return out;
+}
+
+// The trace of kept operations: each carries what the operations dropped
+// before it counted, so a trace that stops at a failed check has counted
+// what the body's run would have counted up to there. `now`: the counters
+// after the run.
+Trace traceOf(std::vector<Op> ops, const Recorder& run, const ReplayResult& now) {
+  const auto less = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
+  std::uint64_t w = run.writes, r = run.reads, st = run.steps;  // counted so far
+  for (Op& op : ops) {
+    const std::uint64_t ow = op.writes, orr = op.reads, os = op.steps;
+    op.writes = less(ow, w);
+    op.reads = less(orr, r);
+    op.steps = less(os, st);
+    const bool own_write = op.kind == OpKind::Write || op.counted_write;
+    const bool own_read = op.kind == OpKind::Read && !op.counted_write;
+    w = saturatingCount(ow, own_write);
+    r = saturatingCount(orr, own_read);
+    st = os;
+  }
+  Trace out;
+  out.ops = std::move(ops);
+  out.writes = less(now.writes, w);
+  out.reads = less(now.reads, r);
+  out.steps = less(now.steps, st);
+  return out;
+}
+
+// Model replay: the graphs run node by node (see the top of the file);
+// bodies run by several nodes replay their traces.
 class ModelReplay {
  public:
   ModelReplay(const Model& model, const Plan& plan, const ReplayOptions& options)
@@ -122,31 +286,6 @@ class ModelReplay {
     WriteId version = kUnwritten;       // the write its bytes must hold
   };
 
-  // One operation of a body's trace: the arguments of write() or read().
-  enum class OpKind : std::uint8_t { Write, Read, LoadIfUnwritten };
-  struct Op {
-    OpKind kind = OpKind::Write;
-    std::int64_t storage = -1;         // write / load: the storage written
-    TensorId tensor = kNone;
-    GraphId graph = 0;
-    const std::string* node = nullptr;
-    TimeValue step = 0;
-    bool end = false;                  // read: at the graph's end
-    Bytes begin = 0;
-    std::optional<Bytes> until;        // bytes [begin, until) of the storage
-    bool counted_write = false;        // when recorded: counted as a write
-    // As recorded: the counters before it ran. In a trace: what the
-    // operations dropped since the kept one before it counted.
-    std::uint64_t writes = 0, reads = 0, steps = 0;
-  };
-  struct Trace {
-    std::vector<Op> ops;
-    std::uint64_t writes = 0, reads = 0, steps = 0;  // dropped after the last op
-  };
-  struct Recorder {
-    std::vector<Op> ops;               // as run (bodies inside: their kept operations)
-    std::uint64_t writes = 0, reads = 0, steps = 0;  // counters at the start
-  };
   // Records an operation about to run into the body being traced.
   void record(Op op) {
     if (!recorder_) return;
@@ -203,8 +342,6 @@ class ModelReplay {
     gap_events_.resize(p_.graphs.size());  // filled as graphs run; never resized after
     traces_.resize(m_.graphs.size());
     touched_.assign(storages_.size(), 0);
-    captured_.resize(m_.graphs.size());
-    walked_.assign(m_.graphs.size(), 0);
     state_of_.resize(m_.graphs.size());
     for (TensorId t = 0; t < static_cast<TensorId>(m_.tensors.size()); ++t)
       if (m_.tensors[t].kind == TensorKind::MutableBuffer && m_.tensors[t].graph >= 0 &&
@@ -453,66 +590,6 @@ class ModelReplay {
     }
   }
 
-  // The operations of a body's run that its trace keeps (see the class
-  // comment), in order, as recorded.
-  std::vector<Op> kept(const Recorder& run) {
-    std::vector<Op> out;
-    std::vector<std::size_t> touched_list;
-    std::vector<const Op*> segment;  // writes since the last kept read
-    const auto flush = [&] {
-      // The last write of each (storage, bytes), in order.
-      std::set<std::tuple<std::int64_t, Bytes, Bytes>> seen;
-      std::vector<const Op*> last;
-      for (auto it = segment.rbegin(); it != segment.rend(); ++it) {
-        const Op& w = **it;
-        const Bytes until = w.until.value_or(storages_[w.storage].alloc->size);
-        if (seen.emplace(w.storage, w.begin, until).second) last.push_back(&w);
-      }
-      for (auto it = last.rbegin(); it != last.rend(); ++it) out.push_back(**it);
-      segment.clear();
-    };
-    for (const Op& op : run.ops) {
-      const auto s = static_cast<std::size_t>(op.storage);
-      const bool first = !touched_[s];
-      if (first) touched_list.push_back(s);
-      touched_[s] = 1;
-      if (op.kind == OpKind::Write) {
-        segment.push_back(&op);
-      } else if (op.kind == OpKind::LoadIfUnwritten || first) {
-        flush();
-        out.push_back(op);
-      }
-    }
-    flush();
-    for (std::size_t t : touched_list) touched_[t] = 0;
-    return out;
-  }
-
-  // The trace of kept operations: each carries what the operations dropped
-  // before it counted, so a trace that stops at a failed check has counted
-  // what the body's run would have counted up to there.
-  Trace traceOf(std::vector<Op> ops, const Recorder& run) const {
-    const auto less = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
-    std::uint64_t w = run.writes, r = run.reads, st = run.steps;  // counted so far
-    for (Op& op : ops) {
-      const std::uint64_t ow = op.writes, orr = op.reads, os = op.steps;
-      op.writes = less(ow, w);
-      op.reads = less(orr, r);
-      op.steps = less(os, st);
-      const bool own_write = op.kind == OpKind::Write || op.counted_write;
-      const bool own_read = op.kind == OpKind::Read && !op.counted_write;
-      w = saturatingCount(ow, own_write);
-      r = saturatingCount(orr, own_read);
-      st = os;
-    }
-    Trace out;
-    out.ops = std::move(ops);
-    out.writes = less(r_.writes, w);
-    out.reads = less(r_.reads, r);
-    out.steps = less(r_.steps, st);
-    return out;
-  }
-
   // Runs body `g` where a node runs it: the first time step by step (its
   // trace kept), then by its trace.
   void runBody(GraphId g) {
@@ -540,11 +617,12 @@ class ModelReplay {
     runGraph(g);
     recorder_ = outer;
     if (failed()) return;
-    std::vector<Op> ops = kept(run);
+    std::vector<Op> ops =
+        keptOps(run, touched_, [&](std::int64_t st) { return storages_[st].alloc->size; });
     // The caller's run holds the body's kept operations, as if it had been
     // replayed by its trace.
     if (outer) outer->ops.insert(outer->ops.end(), ops.begin(), ops.end());
-    traces_[g] = traceOf(std::move(ops), run);
+    traces_[g] = traceOf(std::move(ops), run, r_);
   }
 
   // Inputs of `node` whose bytes its outputs may legitimately overwrite.
@@ -559,67 +637,6 @@ class ModelReplay {
         return true;
     }
     return false;
-  }
-
-  // Tensors from outside `body` that it (or a body inside it) uses: for
-  // the node that runs it they are inputs like its own. Each once, in the
-  // order a depth-first walk first meets them, with the number of times a
-  // walk that enters a body at every node running it would meet it (each
-  // is a read; the first decides, the others find the same bytes).
-  // Computed once per body, each graph below it walked once.
-  struct Use {
-    TensorId tensor;
-    std::uint64_t times;
-  };
-  const std::vector<Use>& captured(GraphId body) {
-    if (captured_[body]) return *captured_[body];
-    std::vector<Use>& out = captured_[body].emplace();
-    const auto outside = [&](TensorId t) {
-      if (t < 0 || static_cast<std::size_t>(t) >= m_.tensors.size()) return false;
-      for (GraphId a = m_.tensors[t].graph, hops = 0;
-           a >= 0 && static_cast<std::size_t>(a) < m_.graphs.size() && hops <= 64;
-           a = m_.graphs[a].parent, ++hops)
-        if (a == body) return false;
-      return true;
-    };
-    // 1. The graphs below `body`, depth first; tensors in first-meeting order.
-    std::map<GraphId, std::size_t> order;  // graph -> position in `walk`
-    std::vector<GraphId> walk, finished;
-    std::map<TensorId, std::size_t> index;  // tensor -> position in `out`
-    walkBodiesOnce(
-        m_, body, walked_,
-        [&](GraphId x) {
-          order.emplace(x, walk.size());
-          walk.push_back(x);
-        },
-        [&](const std::vector<TensorId>& list) {
-          for (TensorId t : list)
-            if (outside(t) && index.emplace(t, out.size()).second) out.push_back({t, 0});
-        },
-        [&](GraphId x) { finished.push_back(x); });
-    for (GraphId x : walk) walked_[x] = 0;
-    // 2. How many ways each graph is entered from `body` (callers first:
-    // reverse finishing order), and each use counted that many times.
-    std::vector<std::uint64_t> paths(walk.size(), 0);
-    paths[0] = 1;
-    const auto count = [&](const std::vector<TensorId>& list, std::uint64_t times) {
-      for (TensorId t : list)
-        if (const auto it = index.find(t); it != index.end())
-          out[it->second].times = saturatingCount(out[it->second].times, times);
-    };
-    for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
-      const std::uint64_t times = paths[order.at(*it)];
-      const Graph& graph = m_.graphs[*it];
-      for (const Node& node : graph.nodes) {
-        count(node.inputs, times);
-        count(node.outputs, times);
-        for (GraphId s : node.subgraphs)
-          if (const auto at = order.find(s); at != order.end() && s != body)
-            paths[at->second] = saturatingCount(paths[at->second], times);
-      }
-      count(graph.outputs, times);
-    }
-    return out;
   }
 
   bool sameAllocation(std::int64_t a, std::int64_t b) const {
@@ -667,7 +684,7 @@ class ModelReplay {
         if (!overwrittenByNode(t, node)) read(t, g, node.name, step, false);
       for (GraphId sub : node.subgraphs)
         if (sub >= 0 && static_cast<std::size_t>(sub) < m_.graphs.size())
-          for (const Use& use : captured(sub)) {
+          for (const CapturedUses::Use& use : captured_.of(sub)) {
             if (overwrittenByNode(use.tensor, node)) continue;
             const auto done = std::pair(r_.reads, r_.writes);
             read(use.tensor, g, node.name, step, false);
@@ -720,14 +737,13 @@ class ModelReplay {
   static inline const std::string kStart;  // node name of a graph's start and end
   Recorder* recorder_ = nullptr;                            // the body being traced
   std::vector<std::optional<Trace>> traces_;                // by body
-  std::vector<std::optional<std::vector<Use>>> captured_;  // by body
-  std::vector<char> walked_;  // walkBodiesOnce's marks, cleared after each walk
   std::vector<std::vector<TensorId>> state_of_;             // by graph: its mutable buffers
   std::vector<char> touched_;                               // scratch of kept(), by storage
 
   const Model& m_;
   const Plan& p_;
   const ReplayOptions& options_;
+  CapturedUses captured_{m_};
   std::vector<piece::Piece> pieces_;         // scratch
   ReplayResult r_;
   std::vector<std::size_t> base_;            // graph -> first storage index
