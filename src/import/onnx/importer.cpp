@@ -88,12 +88,48 @@ struct Scope {
   }
 };
 
-class OnnxImporter {
+// Worded as validateModel words it for every other importer.
+std::string tooDeep(const ox::GraphProto& g, int depth) {
+  return "graph '" + g.name() + "': control-flow bodies nested " + std::to_string(depth) +
+         " deep, above the limit of " + std::to_string(kMaxGraphDepth);
+}
+
+// Bytes of a constant's TensorProto (dims are authoritative); checks that
+// stored raw data matches, since shape inference reads it.
+Bytes constantBytes(const std::string& source, const ox::TensorProto& tp, const std::string& where) {
+  const auto fail = [&](const std::string& msg) { throw InputError(source + ": " + msg); };
+  for (auto d : tp.dims())
+    if (d < 0) fail(where + ": negative dimension " + std::to_string(d));
+  const DType dtype = mapDType(tp.data_type());
+  if (dtype == DType::String) {
+    Bytes total = 0;
+    for (const auto& s : tp.string_data()) {
+      auto sum = checkedAdd(total, s.size());
+      if (!sum) fail(where + ": size overflows");
+      total = *sum;
+    }
+    return total;
+  }
+  if (dtype == DType::Unknown)
+    fail(where + ": unsupported data type " + std::to_string(tp.data_type()));
+  auto n = denseBytes({tp.dims().begin(), tp.dims().end()}, dtype);
+  if (!n || *n > kMaxBytes) fail(where + ": size overflows");
+  const bool external = tp.data_location() == ox::TensorProto::EXTERNAL;
+  if (!external && tp.has_raw_data() && tp.raw_data().size() != *n)
+    fail(where + ": raw_data has " + std::to_string(tp.raw_data().size()) +
+         " bytes, shape and type need " + std::to_string(*n));
+  return *n;
+}
+
+// Stages 1-5 on the protobuf: the model read, its opsets and nodes
+// checked, dimensions bound, and a scratch twin with inferred types and
+// folded constants. The graphs (stage 6 on) read what this leaves.
+class ProtoPreparer {
  public:
-  OnnxImporter(const std::string& source, const ImportOptions& options)
+  ProtoPreparer(const std::string& source, const ImportOptions& options)
       : source_(source), options_(options) {}
 
-  Model run(std::string_view bytes) {
+  void run(std::string_view bytes) {
     parse(bytes);
     checkOpsets();
     verifyNodes(model_.graph(), 0);
@@ -104,14 +140,12 @@ class OnnxImporter {
     if (const std::string problem = checkInferredShapes(typed_.graph(), dead_bodies_);
         !problem.empty())
       fail(problem);
-    out_.name = source_;
-    Scope root;
-    importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
-    sizeUnknown();
-    if (options_.alias_views) markViews();
-    validateModel(out_);  // names the file itself (Model::name)
-    return std::move(out_);
   }
+
+  const ox::ModelProto& model() const { return model_; }
+  const ox::ModelProto& typed() const { return typed_; }
+  const std::set<const ox::GraphProto*>& deadBodies() const { return dead_bodies_; }
+  const Opsets& opsets() const { return opsets_; }
 
  private:
   [[noreturn]] void fail(const std::string& msg) const {
@@ -159,22 +193,16 @@ class OnnxImporter {
     }
   }
 
-  // Worded as validateModel words it for every other importer.
-  static std::string tooDeep(const ox::GraphProto& g, int depth) {
-    return "graph '" + g.name() + "': control-flow bodies nested " + std::to_string(depth) +
-           " deep, above the limit of " + std::to_string(kMaxGraphDepth);
-  }
-
   // ---- 3. schemas ---------------------------------------------------------
   void verifyNodes(const ox::GraphProto& g, int depth) {
     for (const auto& init : g.initializer())
-      constantBytes(init, "initializer '" + init.name() + "'" +
+      constantBytes(source_, init, "initializer '" + init.name() + "'" +
                               (depth ? " in graph '" + g.name() + "'" : ""));
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       if (n.op_type() == "Constant")
         for (const auto& a : n.attribute())
-          if (a.has_t()) constantBytes(a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
+          if (a.has_t()) constantBytes(source_, a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
       const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
       if (auto ver = opsets_.model.find(domain); ver != opsets_.model.end()) {
         const std::string problem = checkNode(n, nodeLabel(n, i), domain, ver->second, opsets_);
@@ -317,6 +345,40 @@ class OnnxImporter {
     dead_bodies_ = std::move(folder.dead);
   }
 
+  const std::string& source_;
+  const ImportOptions& options_;
+  ox::ModelProto model_;   // as read, dimensions bound
+  ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
+  std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
+  Opsets opsets_;
+};
+
+// Stages 6-7: the memplan Model built from a prepared protobuf.
+class OnnxImporter {
+ public:
+  OnnxImporter(const std::string& source, const ImportOptions& options, const ProtoPreparer& proto)
+      : source_(source),
+        options_(options),
+        model_(proto.model()),
+        typed_(proto.typed()),
+        dead_bodies_(proto.deadBodies()),
+        opsets_(proto.opsets()) {}
+
+  Model run() {
+    out_.name = source_;
+    Scope root;
+    importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
+    sizeUnknown();
+    if (options_.alias_views) markViews();
+    validateModel(out_);  // names the file itself (Model::name)
+    return std::move(out_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(source_ + ": " + msg);
+  }
+
   // ---- 6. graphs ----------------------------------------------------------
   struct Unknown {
     TensorId id;
@@ -336,38 +398,13 @@ class OnnxImporter {
       fail("tensor '" + name + "' is defined twice (" + where + ")");
   }
 
-  // Bytes of a constant's TensorProto (dims are authoritative); checks that
-  // stored raw data matches, since shape inference reads it.
-  Bytes constantBytes(const ox::TensorProto& tp, const std::string& where) const {
-    for (auto d : tp.dims())
-      if (d < 0) fail(where + ": negative dimension " + std::to_string(d));
-    const DType dtype = mapDType(tp.data_type());
-    if (dtype == DType::String) {
-      Bytes total = 0;
-      for (const auto& s : tp.string_data()) {
-        auto sum = checkedAdd(total, s.size());
-        if (!sum) fail(where + ": size overflows");
-        total = *sum;
-      }
-      return total;
-    }
-    if (dtype == DType::Unknown)
-      fail(where + ": unsupported data type " + std::to_string(tp.data_type()));
-    auto n = denseBytes({tp.dims().begin(), tp.dims().end()}, dtype);
-    if (!n || *n > kMaxBytes) fail(where + ": size overflows");
-    const bool external = tp.data_location() == ox::TensorProto::EXTERNAL;
-    if (!external && tp.has_raw_data() && tp.raw_data().size() != *n)
-      fail(where + ": raw_data has " + std::to_string(tp.raw_data().size()) +
-           " bytes, shape and type need " + std::to_string(*n));
-    return *n;
-  }
 
   void sizeConstant(TensorId id, const ox::TensorProto& tp, const std::string& where) {
     Tensor& t = out_.tensors[id];
     t.kind = TensorKind::Constant;
     t.dtype = mapDType(tp.data_type());
     t.shape.assign(tp.dims().begin(), tp.dims().end());
-    t.nbytes = constantBytes(tp, where);
+    t.nbytes = constantBytes(source_, tp, where);
   }
 
   void sizeConstantNode(TensorId id, const ox::NodeProto& n, const std::string& where) {
@@ -748,12 +785,12 @@ class OnnxImporter {
 
   const std::string& source_;
   const ImportOptions& options_;
-  ox::ModelProto model_;   // as read, dimensions bound
-  ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
-  std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
+  const ox::ModelProto& model_;  // as read, dimensions bound
+  const ox::ModelProto& typed_;  // scratch twin: folded constants, inferred types
+  const std::set<const ox::GraphProto*>& dead_bodies_;  // in typed_
+  const Opsets& opsets_;
   bool in_dead_body_ = false;  // importing a branch that never runs
   std::set<std::string> graph_names_;
-  Opsets opsets_;
   std::vector<Unknown> unknown_;
   Model out_;
 };
@@ -763,8 +800,9 @@ class OnnxImporter {
 
 Model importOnnx(std::string_view bytes, const std::string& source_name,
                  const ImportOptions& options) {
-  onnx_import::OnnxImporter importer(source_name, options);
-  return importer.run(bytes);
+  onnx_import::ProtoPreparer proto(source_name, options);
+  proto.run(bytes);
+  return onnx_import::OnnxImporter(source_name, options, proto).run();
 }
 
 }  // namespace memplan
