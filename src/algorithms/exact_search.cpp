@@ -7,55 +7,50 @@
 #include <chrono>
 #include <exception>
 #include <limits>
-#include <map>
 #include <numeric>
+#include <optional>
 
+#include "algorithms/exact_layout.h"
 #include "algorithms/pool_util.h"
 
 namespace memplan::exact {
 namespace {
 
-using Idx = std::int32_t;         // a searched item (a merged buffer with bytes)
-using SectionIdx = std::int32_t;  // a section: time between two events
+// The structures are drawn at the top of exact_search.h; the fixed ones
+// are in exact_layout.h.
 using Clock = std::chrono::steady_clock;
-
-constexpr Offset kUnplaced = ~Offset{0};
-constexpr Idx kNoItem = -1;
 
 enum class Status { kFound, kNotFound, kAborted };
 
-// Sections [lo, hi) in which the item holds bytes [wlo, whi) of its own.
-struct Span {
-  SectionIdx lo, hi;
-  Bytes wlo, whi;
-};
-// `other` shares time with the item: placed above it, other's offset is at
-// least the item's + above.
-struct Adj {
-  Idx other;
-  Bytes above;
-};
-// A pinned item as an obstacle for another item of size s: x is clear iff
-// x + s <= lo or x >= hi.
-struct Obstacle {
-  Offset lo, hi;
-};
-// One candidate of a node's dynamic order.
-struct Entry {
-  Offset offset;
-  Idx pre;   // static preorder rank in its partition
-  Idx item;
-};
-struct Change {
-  std::int32_t idx;
-  bool is_floor;  // else a min_off
-  Offset old;
+// Where an item stands in the current partial placement.
+struct ItemState {
+  Offset offset = kUnplaced;  // kUnplaced while unplaced
+  Offset lowest = 0;          // the lowest offset it can still take
 };
 
-Offset alignUpSat(Offset v, Bytes a) {
-  const auto r = alignUp(v, a);
-  return r ? *r : kUnplaced;
-}
+// What a section holds in the current partial placement.
+struct SectionState {
+  Bytes unplaced_bytes = 0;  // window bytes of its unplaced items
+  Offset floor = 0;          // no unplaced item of it goes below this
+  // Its first `unplaced` entries in section_items_ are its unplaced items.
+  std::int32_t unplaced = 0;
+  std::uint64_t stamp = 0;   // == Searcher::stamp_: touched by this placement
+};
+
+// One candidate of a node's dynamic order.
+struct Candidate {
+  Offset offset;
+  ItemIdx preorder_rank;  // in its partition's static preorder
+  ItemIdx item;
+};
+
+// One undoable change (MiniMalloc's OffsetChange): a section's floor or an
+// item's lowest offset, and the value it had.
+struct TrailEntry {
+  std::int32_t index;  // a SectionIdx or an ItemIdx
+  bool is_floor;       // else an item's lowest offset
+  Offset old_value;
+};
 
 Bytes heightOf(const PoolProblem& problem, const std::vector<Offset>& offsets) {
   Bytes h = 0;
@@ -136,460 +131,368 @@ class MaxTree {
 class Searcher {
  public:
   Searcher(const PoolProblem& merged, const ExactParams& params)
-      : p_(params), base_(merged.reserved) {
-    stop_ = params.stop;
-    const auto& bufs = merged.buffers;
-    const std::size_t n = bufs.size();
-    fixed_offsets_.assign(n, 0);
-    item_of_.assign(n, kNoItem);
-    std::vector<std::vector<pool::Segment>> segs;
-    std::vector<TimeValue> times;
-    for (std::size_t b = 0; b < n; ++b) {
-      const Buffer& buf = bufs[b];
-      std::vector<pool::Segment> s;
-      pool::segmentsOf(buf, s);
-      if (s.empty()) {  // holds no bytes: anywhere allowed
-        fixed_offsets_[b] = buf.fixed_offset ? *buf.fixed_offset : alignUpSat(base_, buf.alignment);
-        continue;
-      }
-      item_of_[b] = static_cast<Idx>(buffer_.size());
-      buffer_.push_back(b);
-      for (const pool::Segment& x : s) {
-        times.push_back(x.start);
-        times.push_back(x.end);
-      }
-      segs.push_back(std::move(s));
-    }
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    num_sections_ = times.empty() ? 0 : static_cast<SectionIdx>(times.size() - 1);
-    auto sectionOf = [&](TimeValue t) {
-      return static_cast<SectionIdx>(std::lower_bound(times.begin(), times.end(), t) -
-                                     times.begin());
-    };
-    const Idx m = static_cast<Idx>(buffer_.size());
-    span_begin_.push_back(0);
-    for (Idx i = 0; i < m; ++i) {
-      const Buffer& buf = bufs[buffer_[i]];
-      size_.push_back(buf.size);
-      align_.push_back(std::max<Bytes>(1, buf.alignment));
-      pin_.push_back(buf.fixed_offset ? *buf.fixed_offset : kUnplaced);
-      start_.push_back(buf.start);
-      end_.push_back(buf.end);
-      for (const pool::Segment& x : segs[i]) {
-        spans_.push_back({sectionOf(x.start), sectionOf(x.end), x.lo, x.hi});
-        if (x.lo > 0) complete_ = false;
-      }
-      span_begin_.push_back(static_cast<std::int32_t>(spans_.size()));
-      sl_.push_back(spans_[span_begin_[i]].lo);
-      sr_.push_back(spans_[span_begin_[i + 1] - 1].hi);
-    }
-    // Sections' items (CSR) and initial totals.
-    std::vector<std::int32_t> count(num_sections_ + 1, 0);
-    total0_.assign(num_sections_, 0);
-    for (Idx i = 0; i < m; ++i)
-      for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
-        for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) {
-          ++count[s + 1];
-          total0_[s] += spans_[k].whi - spans_[k].wlo;
-        }
-    for (SectionIdx s = 0; s < num_sections_; ++s) count[s + 1] += count[s];
-    sec_begin_ = count;
-    sec_items_.resize(count[num_sections_]);
-    {
-      // slot: item i's n-th section (spans in order) -> its position in
-      // that section's list, and back.
-      std::vector<std::int32_t> fill(count.begin(), count.end() - 1);
-      slot_of_.resize(sec_items_.size());
-      for (Idx i = 0; i < m; ++i) {
-        item_slot_begin_.push_back(static_cast<std::int32_t>(slot_.size()));
-        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
-          for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) {
-            slot_of_[fill[s]] = static_cast<std::int32_t>(slot_.size());
-            slot_.push_back(fill[s]);
-            sec_items_[fill[s]++] = i;
-          }
-      }
-      item_slot_begin_.push_back(static_cast<std::int32_t>(slot_.size()));
-    }
-    // Pairs sharing time (sweep over hulls), with their clearances.
-    std::vector<std::vector<Adj>> adj(m);
-    std::vector<std::vector<Obstacle>> obs(m);
-    {
-      std::vector<Idx> by_start(m);
-      std::iota(by_start.begin(), by_start.end(), 0);
-      std::sort(by_start.begin(), by_start.end(),
-                [&](Idx a, Idx b) { return sl_[a] != sl_[b] ? sl_[a] < sl_[b] : a < b; });
-      std::vector<Idx> active;
-      for (Idx i : by_start) {
-        std::erase_if(active, [&](Idx a) { return sr_[a] <= sl_[i]; });
-        for (Idx a : active) {
-          const Buffer& ba = bufs[buffer_[a]];
-          const Buffer& bi = bufs[buffer_[i]];
-          const auto c = pool::clearance(ba, bi);
-          if (!c) continue;
-          adj[a].push_back({i, c->above});
-          adj[i].push_back({a, c->below});
-          const bool pa = ba.fixed_offset.has_value(), pi = bi.fixed_offset.has_value();
-          if (pa && pi) {
-            const Offset xa = *ba.fixed_offset, xi = *bi.fixed_offset;
-            if (!(xi >= xa + c->above || xi + c->below <= xa)) pins_collide_ = true;
-          } else if (pa || pi) {
-            // The unpinned one steps over the pinned one.
-            const Idx u = pa ? i : a;
-            const Offset x = pa ? *ba.fixed_offset : *bi.fixed_offset;
-            const Bytes above = pa ? c->above : c->below;  // u above the pin
-            const Bytes below = pa ? c->below : c->above;  // u below the pin
-            const Offset s = size_[u];
-            obs[u].push_back({x + s - std::min<Offset>(below, x + s), x + above});
-          }
-        }
-        active.push_back(i);
-      }
-    }
-    adj_begin_.push_back(0);
-    obs_begin_.push_back(0);
-    for (Idx i = 0; i < m; ++i) {
-      adj_.insert(adj_.end(), adj[i].begin(), adj[i].end());
-      adj_begin_.push_back(static_cast<std::int32_t>(adj_.size()));
-      std::sort(obs[i].begin(), obs[i].end(),
-                [](const Obstacle& a, const Obstacle& b) { return a.lo < b.lo; });
-      if (p_.pin_obstacles) obs_.insert(obs_.end(), obs[i].begin(), obs[i].end());
-      obs_begin_.push_back(static_cast<std::int32_t>(obs_.size()));
-    }
-    // Cuts: items spanning the boundary between sections s and s + 1.
-    cuts0_.assign(std::max<SectionIdx>(0, num_sections_ - 1), 0);
-    for (Idx i = 0; i < m; ++i)
-      for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts0_[s];
-    // Identical items, in index order (symmetry breaking).
-    prev_same_.assign(m, kNoItem);
-    if (p_.symmetry_breaking) {
-      std::map<std::vector<Bytes>, Idx> last;
-      for (Idx i = 0; i < m; ++i) {
-        if (pin_[i] != kUnplaced) continue;
-        std::vector<Bytes> key = {size_[i], align_[i]};
-        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
-          key.push_back(static_cast<Bytes>(spans_[k].lo));
-          key.push_back(static_cast<Bytes>(spans_[k].hi));
-          key.push_back(spans_[k].wlo);
-          key.push_back(spans_[k].whi);
-        }
-        auto [it, fresh] = last.try_emplace(std::move(key), i);
-        if (!fresh) {
-          prev_same_[i] = it->second;
-          it->second = i;
-        }
-      }
-    }
-    off_.assign(m, kUnplaced);
-    sol_.assign(m, 0);
-    sec_stamp_.assign(num_sections_, 0);
-    step_limit_ = p_.step_limit ? p_.step_limit : ~std::uint64_t{0};
-    steps_ = static_cast<std::uint64_t>(m) + sec_items_.size() + adj_.size();
+      : params_(params),
+        base_(merged.reserved),
+        layout_(buildSearchLayout(merged, params)),
+        section_items_(std::move(layout_.section_items)),
+        slot_position_(std::move(layout_.slot_position)),
+        slot_at_position_(std::move(layout_.slot_at_position)) {
+    budget_.stop = params.stop;
+    const std::size_t m = layout_.items.size();
+    item_state_.assign(m, ItemState{kUnplaced, 0});
+    solution_.assign(m, 0);
+    section_state_.assign(layout_.num_sections, SectionState{});
+    budget_.step_limit = params_.step_limit ? params_.step_limit : ~std::uint64_t{0};
+    budget_.steps = static_cast<std::uint64_t>(m) + section_items_.size() + layout_.neighbours.size();
   }
 
-  bool complete() const { return complete_; }
-  std::uint64_t nodes() const { return nodes_; }
-  std::uint64_t steps() const { return steps_; }
+  bool complete() const { return layout_.complete; }
+  std::uint64_t nodes() const { return budget_.nodes; }
+  std::uint64_t steps() const { return budget_.steps; }
   // The step limit has ended the search: no probe can go on.
-  bool outOfSteps() const { return steps_ >= step_limit_; }
+  bool outOfSteps() const { return budget_.steps >= budget_.step_limit; }
 
   // Decision at capacity C within `budget` nodes and `steps` steps (and
   // the step limit and the deadline, if any). kNotFound is a proof only
   // when complete().
   Status solve(Bytes capacity, std::uint64_t budget, std::uint64_t steps,
                const Clock::time_point* deadline) {
-    step_end_ = steps_ + std::min(steps, step_limit_ - std::min(step_limit_, steps_));
+    budget_.step_end =
+        budget_.steps + std::min(steps, budget_.step_limit - std::min(budget_.step_limit, budget_.steps));
     capacity_ = capacity;
-    deadline_ = deadline;
-    timed_out_ = false;
-    if (pins_collide_) return Status::kNotFound;
-    const Idx m = static_cast<Idx>(size_.size());
-    // Fresh state.
-    std::fill(off_.begin(), off_.end(), kUnplaced);
-    min_off_.resize(m);
-    for (Idx i = 0; i < m; ++i) {
-      min_off_[i] = pin_[i] != kUnplaced ? pin_[i] : fit(i, base_);
-      if (min_off_[i] == kUnplaced || min_off_[i] + size_[i] > capacity_) return Status::kNotFound;
-      if (pin_[i] != kUnplaced && (pin_[i] < base_ || pin_[i] % align_[i] != 0))
-        return Status::kNotFound;
-    }
-    steps_ += static_cast<std::uint64_t>(m) + static_cast<std::uint64_t>(num_sections_);
-    total_ = total0_;
-    tree_.reset(total0_);
-    sec_unplaced_.resize(num_sections_);
-    for (SectionIdx s = 0; s < num_sections_; ++s) sec_unplaced_[s] = sec_begin_[s + 1] - sec_begin_[s];
-    cuts_ = cuts0_;
-    floor_.assign(num_sections_, base_);
-    if (p_.unallocated_floor)
-      for (SectionIdx s = 0; s < num_sections_; ++s) {
-        const Offset lo = lowestIn(s);
-        if (lo != kUnplaced) floor_[s] = std::max(floor_[s], lo);
-      }
-    for (SectionIdx s = 0; s < num_sections_; ++s)
-      if (p_.section_inference && floor_[s] + total_[s] > capacity_) return Status::kNotFound;
-    trail_.clear();
-    arena_.clear();
-    items_.clear();
+    budget_.deadline = deadline;
+    budget_.timed_out = false;
+    if (layout_.pins_collide) return Status::kNotFound;
+    if (!resetState()) return Status::kNotFound;
+    const ItemIdx m = static_cast<ItemIdx>(layout_.items.size());
     // Root partitions: independent from the start where no item spans a
     // boundary.
     std::vector<SectionIdx> cuts = {0};
-    if (p_.dynamic_decomposition)
-      for (SectionIdx s = 0; s + 1 < num_sections_; ++s)
-        if (cuts_[s] == 0) cuts.push_back(s + 1);
-    cuts.push_back(num_sections_);
+    if (params_.dynamic_decomposition)
+      for (SectionIdx s = 0; s + 1 < layout_.num_sections; ++s)
+        if (spanning_[s] == 0) cuts.push_back(s + 1);
+    cuts.push_back(layout_.num_sections);
 
-    const std::size_t heuristics = p_.restarts ? std::max<std::size_t>(1, p_.preorders.size()) : 1;
-    std::uint64_t limit = p_.restarts ? std::max<std::uint64_t>(1, m) : budget;
+    const std::size_t heuristics = params_.restarts ? std::max<std::size_t>(1, params_.preorders.size()) : 1;
+    std::uint64_t limit = params_.restarts ? std::max<std::uint64_t>(1, m) : budget;
     for (;;) {
-      if (p_.restarts) limit = limit > (~std::uint64_t{0} >> 2) ? limit : 2 * limit;
+      if (params_.restarts) limit = limit > (~std::uint64_t{0} >> 2) ? limit : 2 * limit;
       for (std::size_t h = 0; h < heuristics; ++h) {
         if (budget == 0) return Status::kAborted;
-        nodes_left_ = std::min(limit, budget);
-        const std::uint64_t before = nodes_;
-        heuristic_ = p_.preorders.empty() ? std::string("WAT") : p_.preorders[h % p_.preorders.size()];
+        budget_.nodes_left = std::min(limit, budget);
+        const std::uint64_t before = budget_.nodes;
+        preorder_keys_ =
+            params_.preorders.empty() ? std::string("WAT") : params_.preorders[h % params_.preorders.size()];
         Status st = Status::kFound;
         for (std::size_t c = 0; c + 1 < cuts.size() && st == Status::kFound; ++c) {
-          const std::size_t ib = items_.size();
-          steps_ += static_cast<std::uint64_t>(m);
-          for (Idx i = 0; i < m; ++i)
-            if (sl_[i] >= cuts[c] && sr_[i] <= cuts[c + 1]) items_.push_back(i);
-          if (items_.size() > ib) st = subSolve(cuts[c], cuts[c + 1], ib);
-          items_.resize(ib);
+          const std::size_t ib = part_items_.size();
+          budget_.steps += static_cast<std::uint64_t>(m);
+          for (ItemIdx i = 0; i < m; ++i)
+            if (layout_.items[i].first_section >= cuts[c] && layout_.items[i].end_section <= cuts[c + 1])
+              part_items_.push_back(i);
+          if (part_items_.size() > ib) st = subSolve(cuts[c], cuts[c + 1], ib);
+          part_items_.resize(ib);
         }
-        budget -= std::min(budget, nodes_ - before);
-        if (st != Status::kAborted || timed_out_ || steps_ >= step_end_) return st;
-        if (!p_.restarts) return st;
+        budget -= std::min(budget, budget_.nodes - before);
+        if (st != Status::kAborted || budget_.timed_out || budget_.steps >= budget_.step_end) return st;
+        if (!params_.restarts) return st;
       }
     }
   }
 
   // Offsets per merged buffer after kFound.
   std::vector<Offset> offsets() const {
-    std::vector<Offset> out = fixed_offsets_;
-    for (std::size_t i = 0; i < buffer_.size(); ++i) out[buffer_[i]] = sol_[i];
+    std::vector<Offset> out = layout_.bytesless_offsets;
+    for (std::size_t i = 0; i < layout_.items.size(); ++i) out[layout_.items[i].buffer] = solution_[i];
     return out;
   }
 
  private:
+  // Nothing placed at capacity_. False when some item or section cannot
+  // fit even so.
+  bool resetState() {
+    const ItemIdx m = static_cast<ItemIdx>(layout_.items.size());
+    for (ItemState& s : item_state_) s.offset = kUnplaced;
+    for (ItemIdx i = 0; i < m; ++i) {
+      const Item& item = layout_.items[i];
+      Offset& lowest = item_state_[i].lowest;
+      lowest = item.pin != kUnplaced ? item.pin : fit(i, base_);
+      if (lowest == kUnplaced || lowest + item.size > capacity_) return false;
+      if (item.pin != kUnplaced && (item.pin < base_ || item.pin % item.alignment != 0)) return false;
+    }
+    budget_.steps += static_cast<std::uint64_t>(m) + static_cast<std::uint64_t>(layout_.num_sections);
+    unplaced_bytes_tree_.reset(layout_.section_bytes);
+    for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
+      SectionState& sec = section_state_[s];
+      sec.unplaced_bytes = layout_.section_bytes[s];
+      sec.unplaced = layout_.section_begin[s + 1] - layout_.section_begin[s];
+      sec.floor = base_;
+    }
+    spanning_ = layout_.spanning_at_start;
+    if (params_.unallocated_floor)
+      for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
+        const Offset lo = lowestIn(s);
+        if (lo != kUnplaced) section_state_[s].floor = std::max(section_state_[s].floor, lo);
+      }
+    for (SectionIdx s = 0; s < layout_.num_sections; ++s)
+      if (params_.section_inference && section_state_[s].floor + section_state_[s].unplaced_bytes > capacity_)
+        return false;
+    trail_.clear();
+    candidates_.clear();
+    part_items_.clear();
+    return true;
+  }
+
   // Lowest aligned offset >= from where item i clears every pinned item
   // (obstacles sorted by lo: one pass, x only moves up).
-  Offset fit(Idx i, Offset from) const {
-    Offset x = alignUpSat(from, align_[i]);
-    for (std::int32_t k = obs_begin_[i]; k < obs_begin_[i + 1] && x != kUnplaced; ++k) {
-      const Obstacle& o = obs_[k];
-      if (o.lo >= x + size_[i]) break;
-      if (x < o.hi) x = alignUpSat(o.hi, align_[i]);
+  Offset fit(ItemIdx i, Offset from) const {
+    const Item& item = layout_.items[i];
+    Offset x = alignUpSat(from, item.alignment);
+    for (std::int32_t k = item.obstacles.begin; k < item.obstacles.end && x != kUnplaced; ++k) {
+      const PinObstacle& o = layout_.obstacles[k];
+      if (o.lo >= x + item.size) break;
+      if (x < o.hi) x = alignUpSat(o.hi, item.alignment);
     }
     return x;
   }
 
   // The lowest offset an unplaced item of section s can take; stops early
   // (returning it) once one is at or below `enough`. A section's list
-  // keeps its unplaced items first (sec_unplaced_ of them).
+  // keeps its unplaced items first.
   Offset lowestIn(SectionIdx s, Offset enough = 0) {
     Offset lo = kUnplaced;
-    const Idx* items = sec_items_.data() + sec_begin_[s];
+    const ItemIdx* items = section_items_.data() + layout_.section_begin[s];
     std::int32_t k = 0;
-    for (const std::int32_t e = sec_unplaced_[s]; k < e; ++k) {
-      const Offset m = min_off_[items[k]];
+    for (const std::int32_t e = section_state_[s].unplaced; k < e; ++k) {
+      const Offset m = item_state_[items[k]].lowest;
       if (m < lo) {
         lo = m;
         if (lo <= enough) break;
       }
     }
-    steps_ += static_cast<std::uint64_t>(k) + 1;
+    budget_.steps += static_cast<std::uint64_t>(k) + 1;
     return lo;
   }
   // Item i leaves (placed) or rejoins (undo, in reverse order) the
   // unplaced part of each of its sections' lists.
-  void leaveSections(Idx i) {
-    std::int32_t slot = item_slot_begin_[i];
-    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
-      for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s, ++slot) {
-        const std::int32_t pos = slot_[slot];
-        const std::int32_t last = sec_begin_[s] + --sec_unplaced_[s];
-        const Idx other = sec_items_[last];
-        sec_items_[pos] = other;
-        slot_[slot_of_[last]] = pos;
-        slot_of_[pos] = slot_of_[last];
-        sec_items_[last] = i;
-        slot_[slot] = last;
-        slot_of_[last] = slot;
+  void leaveSections(ItemIdx i) {
+    const Item& item = layout_.items[i];
+    std::int32_t slot = item.slots.begin;
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
+      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s, ++slot) {
+        const std::int32_t pos = slot_position_[slot];
+        const std::int32_t last = layout_.section_begin[s] + --section_state_[s].unplaced;
+        const ItemIdx other = section_items_[last];
+        section_items_[pos] = other;
+        slot_position_[slot_at_position_[last]] = pos;
+        slot_at_position_[pos] = slot_at_position_[last];
+        section_items_[last] = i;
+        slot_position_[slot] = last;
+        slot_at_position_[last] = slot;
       }
   }
-  void rejoinSections(Idx i) {
-    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
-      for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) ++sec_unplaced_[s];
+  void rejoinSections(ItemIdx i) {
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
+      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s)
+        ++section_state_[s].unplaced;
   }
   // How many sections item i holds bytes in (its slots).
-  std::uint64_t sectionsOf(Idx i) const {
-    return static_cast<std::uint64_t>(item_slot_begin_[i + 1] - item_slot_begin_[i]);
+  std::uint64_t sectionsOf(ItemIdx i) const {
+    return static_cast<std::uint64_t>(layout_.items[i].slots.end - layout_.items[i].slots.begin);
+  }
+  std::uint64_t neighboursOf(ItemIdx i) const {
+    return static_cast<std::uint64_t>(layout_.items[i].neighbours.end - layout_.items[i].neighbours.begin);
   }
 
   // The static preorder key of item i for one key letter (larger first).
-  double key(char c, Idx i) {
+  double key(char c, ItemIdx i) {
+    const Item& item = layout_.items[i];
     switch (c) {
-      case 'W': return static_cast<double>(end_[i] - start_[i]);
-      case 'A': return static_cast<double>(size_[i]) * static_cast<double>(end_[i] - start_[i]);
+      case 'W': return static_cast<double>(item.end - item.start);
+      case 'A': return static_cast<double>(item.size) * static_cast<double>(item.end - item.start);
       case 'T': {
-        steps_ += sectionsOf(i);
+        budget_.steps += sectionsOf(i);
         Bytes t = 0;
-        for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k)
-          for (SectionIdx s = spans_[k].lo; s < spans_[k].hi; ++s) t = std::max(t, total_[s]);
+        for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
+          for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s)
+            t = std::max(t, section_state_[s].unplaced_bytes);
         return static_cast<double>(t);
       }
-      case 'Z': return static_cast<double>(size_[i]);
-      case 'L': return static_cast<double>(start_[i]);
-      case 'U': return static_cast<double>(end_[i]);
-      case 'O': return static_cast<double>(adj_begin_[i + 1] - adj_begin_[i]);
-      case 'C': return static_cast<double>(sr_[i] - sl_[i]);
+      case 'Z': return static_cast<double>(item.size);
+      case 'L': return static_cast<double>(item.start);
+      case 'U': return static_cast<double>(item.end);
+      case 'O': return static_cast<double>(neighboursOf(i));
+      case 'C': return static_cast<double>(item.end_section - item.first_section);
       default: return 0;
     }
   }
 
-  // Solves the items items_[ib..] in sections [ps, pe) from a fresh
+  // Solves the items part_items_[ib..] in sections [ps, pe) from a fresh
   // canonical order (MiniMalloc's SubSolve).
   Status subSolve(SectionIdx ps, SectionIdx pe, std::size_t ib) {
-    const std::size_t ie = items_.size();
+    const std::size_t ie = part_items_.size();
     const std::size_t kb = keys_.size();
-    const std::size_t nk = heuristic_.size();
+    const std::size_t nk = preorder_keys_.size();
     for (std::size_t k = ib; k < ie; ++k)
-      for (char c : heuristic_) keys_.push_back(key(c, items_[k]));
+      for (char c : preorder_keys_) keys_.push_back(key(c, part_items_[k]));
     // Sort the items by their keys (larger first), then index.
-    std::vector<std::size_t>& perm = perm_scratch_;
+    std::vector<std::size_t>& perm = preorder_scratch_;
     perm.resize(ie - ib);
     std::iota(perm.begin(), perm.end(), 0);
-    if (p_.static_preordering)
+    if (params_.static_preordering)
       std::sort(perm.begin(), perm.end(), [&](std::size_t a, std::size_t b) {
         for (std::size_t c = 0; c < nk; ++c) {
           const double ka = keys_[kb + a * nk + c], kb2 = keys_[kb + b * nk + c];
           if (ka != kb2) return ka > kb2;
         }
-        return items_[ib + a] < items_[ib + b];
+        return part_items_[ib + a] < part_items_[ib + b];
       });
-    steps_ += perm.size();
-    const std::size_t eb = arena_.size();
+    budget_.steps += perm.size();
+    const std::size_t eb = candidates_.size();
     for (std::size_t r = 0; r < perm.size(); ++r)
-      arena_.push_back({0, static_cast<Idx>(r), items_[ib + perm[r]]});
+      candidates_.push_back({0, static_cast<ItemIdx>(r), part_items_[ib + perm[r]]});
     keys_.resize(kb);
-    const std::size_t ee = arena_.size();
+    const std::size_t ee = candidates_.size();
     const Status st = search(ps, pe, eb, ee, 0, 0);
-    arena_.resize(eb);
+    candidates_.resize(eb);
     return st;
+  }
+
+  // Counts a node; false when the budget, the deadline or the stop flag
+  // ends the search.
+  bool enterNode() {
+    if (budget_.nodes_left == 0 || budget_.timed_out || budget_.steps >= budget_.step_end) return false;
+    --budget_.nodes_left;
+    ++budget_.nodes;
+    if ((budget_.nodes & 1023) == 0 &&
+        ((budget_.deadline && Clock::now() >= *budget_.deadline) ||
+         (budget_.stop && budget_.stop->load(std::memory_order_relaxed)))) {
+      budget_.timed_out = true;
+      return false;
+    }
+    return true;
+  }
+
+  // Appends this node's order to candidates_: the unplaced items of the
+  // parent's order [eb, ee) by (lowest offset, preorder). Returns the
+  // lowest top any of them can have.
+  Offset orderCandidates(std::size_t eb, std::size_t ee) {
+    const std::size_t ob = candidates_.size();
+    Offset min_height = kUnplaced;
+    for (std::size_t k = eb; k < ee; ++k) {
+      const ItemIdx i = candidates_[k].item;
+      const ItemState& state = item_state_[i];
+      if (state.offset != kUnplaced) continue;
+      candidates_.push_back({state.lowest, candidates_[k].preorder_rank, i});
+      min_height = std::min(min_height, state.lowest + layout_.items[i].size);
+    }
+    const std::size_t oe = candidates_.size();
+    budget_.steps += 1 + (ee - eb);
+    if (params_.dynamic_ordering)  // nearly sorted already (offsets only grow)
+      for (std::size_t k = ob + 1; k < oe; ++k) {
+        const Candidate e = candidates_[k];
+        std::size_t j = k;
+        while (j > ob && (candidates_[j - 1].offset > e.offset ||
+                          (candidates_[j - 1].offset == e.offset &&
+                           candidates_[j - 1].preorder_rank > e.preorder_rank))) {
+          candidates_[j] = candidates_[j - 1];
+          --j;
+          ++budget_.steps;
+        }
+        candidates_[j] = e;
+      }
+    return min_height;
   }
 
   // Depth-first search over canonical placements; [eb, ee) holds the
   // parent's order (placed items are skipped).
   Status search(SectionIdx ps, SectionIdx pe, std::size_t eb, std::size_t ee, Offset min_offset,
-                Idx min_pre) {
-    if (nodes_left_ == 0 || timed_out_ || steps_ >= step_end_) return Status::kAborted;
-    --nodes_left_;
-    ++nodes_;
-    if ((nodes_ & 1023) == 0 && ((deadline_ && Clock::now() >= *deadline_) ||
-                                 (stop_ && stop_->load(std::memory_order_relaxed)))) {
-      timed_out_ = true;
-      return Status::kAborted;
-    }
-    // This node's order: unplaced items by (lowest offset, preorder).
-    const std::size_t ob = arena_.size();
-    Offset min_height = kUnplaced;
-    for (std::size_t k = eb; k < ee; ++k) {
-      const Idx i = arena_[k].item;
-      if (off_[i] != kUnplaced) continue;
-      arena_.push_back({min_off_[i], arena_[k].pre, i});
-      min_height = std::min(min_height, min_off_[i] + size_[i]);
-    }
-    const std::size_t oe = arena_.size();
-    steps_ += 1 + (ee - eb);
+                ItemIdx min_rank) {
+    if (!enterNode()) return Status::kAborted;
+    const std::size_t ob = candidates_.size();
+    const Offset min_height = orderCandidates(eb, ee);
+    const std::size_t oe = candidates_.size();
     if (ob == oe) return Status::kFound;
-    if (p_.dynamic_ordering)  // nearly sorted already (offsets only grow)
-      for (std::size_t k = ob + 1; k < oe; ++k) {
-        const Entry e = arena_[k];
-        std::size_t j = k;
-        while (j > ob && (arena_[j - 1].offset > e.offset ||
-                          (arena_[j - 1].offset == e.offset && arena_[j - 1].pre > e.pre))) {
-          arena_[j] = arena_[j - 1];
-          --j;
-          ++steps_;
-        }
-        arena_[j] = e;
-      }
     // Every later item sits at or above the chosen offset, so each section
     // must hold its unplaced bytes above it.
-    Bytes max_total = 0;
-    const bool offset_cut = p_.canonical_only && p_.monotonic_floor && p_.section_inference;
-    if (offset_cut) max_total = static_cast<Bytes>(tree_.max(ps, pe));
+    Bytes max_unplaced = 0;
+    const bool offset_cut = params_.canonical_only && params_.monotonic_floor && params_.section_inference;
+    if (offset_cut) max_unplaced = static_cast<Bytes>(unplaced_bytes_tree_.max(ps, pe));
     Status result = Status::kNotFound;
     for (std::size_t k = ob; k < oe; ++k) {
-      const Entry e = arena_[k];
-      const Idx i = e.item;
-      if (p_.canonical_only &&
-          (e.offset < min_offset || (e.offset == min_offset && e.pre < min_pre)))
+      const Candidate e = candidates_[k];
+      const ItemIdx i = e.item;
+      const Item& item = layout_.items[i];
+      if (params_.canonical_only &&
+          (e.offset < min_offset || (e.offset == min_offset && e.preorder_rank < min_rank)))
         continue;
-      if (p_.check_dominance && e.offset >= min_height) {
-        if (p_.dynamic_ordering) break;  // sorted: every later one too
-        continue;
-      }
-      if (offset_cut && e.offset + max_total > capacity_) {
-        if (p_.dynamic_ordering) break;
+      if (params_.check_dominance && e.offset >= min_height) {
+        if (params_.dynamic_ordering) break;  // sorted: every later one too
         continue;
       }
-      if (pin_[i] != kUnplaced && e.offset != pin_[i]) continue;
-      if (prev_same_[i] != kNoItem && off_[prev_same_[i]] == kUnplaced) continue;
-      if (e.offset + size_[i] > capacity_) continue;
+      if (offset_cut && e.offset + max_unplaced > capacity_) {
+        if (params_.dynamic_ordering) break;
+        continue;
+      }
+      if (item.pin != kUnplaced && e.offset != item.pin) continue;
+      if (item.identical_before != kNoItem && item_state_[item.identical_before].offset == kUnplaced)
+        continue;
+      if (e.offset + item.size > capacity_) continue;
       const std::size_t mark = trail_.size();
       bool hatless = true;
       Status st = Status::kNotFound;
       if (place(i, e.offset, hatless) && check(ps, pe, e.offset)) {
-        st = p_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, e)
-                                      : search(ps, pe, ob, oe, e.offset, e.pre);
+        st = params_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, e)
+                                           : search(ps, pe, ob, oe, e.offset, e.preorder_rank);
       }
       undo(i, mark);
       if (st != Status::kNotFound) {
         result = st;
         break;
       }
-      if (hatless && p_.hatless_pruning) break;
+      if (hatless && params_.hatless_pruning) break;
     }
-    arena_.resize(ob);
+    candidates_.resize(ob);
     return result;
   }
 
   // After placing i: solves the parts that no unplaced item joins any more
   // independently (MiniMalloc's DynamicallyDecompose).
-  Status decompose(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, Idx i,
-                   const Entry& e) {
-    const std::size_t cb = cut_points_.size();
-    steps_ += 2 * static_cast<std::uint64_t>(sr_[i] - sl_[i]);
-    for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s)
-      if (--cuts_[s] == 0 && s + 1 > ps && s + 1 < pe) cut_points_.push_back(s + 1);
+  Status decompose(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, ItemIdx i,
+                   const Candidate& e) {
+    const Item& item = layout_.items[i];
+    const std::size_t cb = new_cuts_.size();
+    budget_.steps += 2 * static_cast<std::uint64_t>(item.end_section - item.first_section);
+    for (SectionIdx s = item.first_section; s + 1 < item.end_section; ++s)
+      if (--spanning_[s] == 0 && s + 1 > ps && s + 1 < pe) new_cuts_.push_back(s + 1);
     Status st;
-    if (cut_points_.size() == cb) {
-      st = search(ps, pe, ob, oe, e.offset, e.pre);
+    if (new_cuts_.size() == cb) {
+      st = search(ps, pe, ob, oe, e.offset, e.preorder_rank);
     } else {
-      std::vector<SectionIdx> cuts(cut_points_.begin() + static_cast<std::ptrdiff_t>(cb),
-                                   cut_points_.end());
-      cut_points_.resize(cb);
+      std::vector<SectionIdx> cuts(new_cuts_.begin() + static_cast<std::ptrdiff_t>(cb), new_cuts_.end());
+      new_cuts_.resize(cb);
       std::sort(cuts.begin(), cuts.end());
       cuts.push_back(pe);
       st = Status::kFound;
       SectionIdx from = ps;
       for (SectionIdx to : cuts) {
-        const std::size_t ib = items_.size();
-        steps_ += oe - ob;
+        const std::size_t ib = part_items_.size();
+        budget_.steps += oe - ob;
         for (std::size_t k = ob; k < oe; ++k) {
-          const Idx o = arena_[k].item;
-          if (off_[o] == kUnplaced && sr_[o] > from && sl_[o] < to) items_.push_back(o);
+          const ItemIdx o = candidates_[k].item;
+          if (item_state_[o].offset == kUnplaced && layout_.items[o].end_section > from &&
+              layout_.items[o].first_section < to)
+            part_items_.push_back(o);
         }
-        if (items_.size() > ib) st = subSolve(from, to, ib);
-        items_.resize(ib);
+        if (part_items_.size() > ib) st = subSolve(from, to, ib);
+        part_items_.resize(ib);
         if (st != Status::kFound) break;
         from = to;
       }
     }
-    cut_points_.resize(cb);
-    for (SectionIdx s = sl_[i]; s + 1 < sr_[i]; ++s) ++cuts_[s];
+    new_cuts_.resize(cb);
+    for (SectionIdx s = item.first_section; s + 1 < item.end_section; ++s) ++spanning_[s];
     return st;
   }
 
@@ -597,173 +500,186 @@ class Searcher {
   // items sharing time with it. False when that already proves the partial
   // placement infeasible (an item pushed past its pin or past C).
   // `hatless`: no unplaced item shares time with i.
-  bool place(Idx i, Offset x, bool& hatless) {
-    off_[i] = x;
-    sol_[i] = x;
+  bool place(ItemIdx i, Offset x, bool& hatless) {
+    item_state_[i].offset = x;
+    solution_[i] = x;
     leaveSections(i);
     ++stamp_;
-    affected_.clear();
+    touched_sections_.clear();
     // Sections left, totals and floors, neighbours (undo reads them again).
-    steps_ += 3 * sectionsOf(i) + static_cast<std::uint64_t>(adj_begin_[i + 1] - adj_begin_[i]);
-    bool ok = true;
+    budget_.steps += 3 * sectionsOf(i) + neighboursOf(i);
+    takeBytesFromSections(i, x);
     Offset max_raised = 0;
-    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
-      const Span& sp = spans_[k];
-      const Offset top = x + sp.whi;
-      const Bytes w = sp.whi - sp.wlo;
-      tree_.add(static_cast<std::size_t>(sp.lo), static_cast<std::size_t>(sp.hi),
-                -static_cast<std::int64_t>(w));
-      for (SectionIdx s = sp.lo; s < sp.hi; ++s) {
-        total_[s] -= w;
-        if (floor_[s] < top) {
-          trail_.push_back({s, true, floor_[s]});
-          floor_[s] = top;
-        }
-        if (sec_stamp_[s] != stamp_) {
-          sec_stamp_[s] = stamp_;
-          affected_.push_back(s);
-        }
-      }
-    }
-    for (std::int32_t k = adj_begin_[i]; k < adj_begin_[i + 1]; ++k) {
-      const Idx o = adj_[k].other;
-      if (off_[o] != kUnplaced) continue;
-      hatless = false;
-      const Offset want = x + adj_[k].above;
-      if (min_off_[o] >= want) continue;
-      const Offset raised = pin_[o] != kUnplaced ? want : fit(o, want);
-      trail_.push_back({o, false, min_off_[o]});
-      min_off_[o] = raised;
-      if (pin_[o] != kUnplaced && raised > pin_[o]) ok = false;
-      if (raised == kUnplaced || raised + size_[o] > capacity_) {
-        if (p_.capacity_inference) ok = false;
-        continue;
-      }
-      if (!p_.unallocated_floor) continue;
-      max_raised = std::max(max_raised, raised);
-      for (std::int32_t q = span_begin_[o]; q < span_begin_[o + 1]; ++q)
-        raised_spans_.push_back({spans_[q].lo, spans_[q].hi});
-    }
-    // The sections of the raised items, each once: a section's floor can
-    // only rise (to at most the highest raise) where it is below that, and
-    // only prune where that leaves too little room above it.
-    if (!raised_spans_.empty()) {
-      std::sort(raised_spans_.begin(), raised_spans_.end());
-      steps_ += raised_spans_.size();
-      const Bytes room = capacity_ - std::min(capacity_, max_raised);
-      SectionIdx next = 0;
-      for (const auto& [lo, hi] : raised_spans_) {
-        steps_ += static_cast<std::uint64_t>(std::max(0, hi - std::max(lo, next)));
-        for (SectionIdx s = std::max(lo, next); s < hi; ++s)
-          if (total_[s] > room && floor_[s] < max_raised && sec_stamp_[s] != stamp_) {
-            sec_stamp_[s] = stamp_;
-            affected_.push_back(s);
-            unalloc_.push_back(s);
-          }
-        next = std::max(next, hi);
-      }
-      raised_spans_.clear();
-    }
+    const bool ok = raiseNeighbours(i, x, hatless, max_raised);
+    if (!raised_hulls_.empty()) markFloorsToRaise(max_raised);
     // A section's floor is at least the lowest offset its unplaced items
     // can still take.
-    for (SectionIdx s : unalloc_) {
-      const Offset lo = lowestIn(s, floor_[s]);
-      if (lo != kUnplaced && floor_[s] < lo) {
-        trail_.push_back({s, true, floor_[s]});
-        floor_[s] = lo;
+    for (SectionIdx s : floors_to_raise_) {
+      SectionState& sec = section_state_[s];
+      const Offset lo = lowestIn(s, sec.floor);
+      if (lo != kUnplaced && sec.floor < lo) {
+        trail_.push_back({s, true, sec.floor});
+        sec.floor = lo;
       }
     }
-    unalloc_.clear();
+    floors_to_raise_.clear();
     return ok;
   }
 
-  void undo(Idx i, std::size_t mark) {
-    steps_ += trail_.size() - mark;
+  // Item i, placed at x, no longer counts in its sections' unplaced bytes
+  // and raises their floors to its top.
+  void takeBytesFromSections(ItemIdx i, Offset x) {
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
+      const Span& sp = layout_.spans[k];
+      const Offset top = x + sp.window_hi;
+      const Bytes w = sp.window_hi - sp.window_lo;
+      unplaced_bytes_tree_.add(static_cast<std::size_t>(sp.first_section),
+                               static_cast<std::size_t>(sp.end_section), -static_cast<std::int64_t>(w));
+      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s) {
+        SectionState& sec = section_state_[s];
+        sec.unplaced_bytes -= w;
+        if (sec.floor < top) {
+          trail_.push_back({s, true, sec.floor});
+          sec.floor = top;
+        }
+        if (sec.stamp != stamp_) {
+          sec.stamp = stamp_;
+          touched_sections_.push_back(s);
+        }
+      }
+    }
+  }
+
+  // Raises the lowest offsets of i's unplaced neighbours above i at x;
+  // collects the hulls of those raised (for the floors) and the highest
+  // raise. False when a neighbour is pushed past its pin or (with
+  // capacity_inference) past C.
+  bool raiseNeighbours(ItemIdx i, Offset x, bool& hatless, Offset& max_raised) {
+    const Item& item = layout_.items[i];
+    bool ok = true;
+    for (std::int32_t k = item.neighbours.begin; k < item.neighbours.end; ++k) {
+      const ItemIdx o = layout_.neighbours[k].item;
+      const Item& other = layout_.items[o];
+      ItemState& state = item_state_[o];
+      if (state.offset != kUnplaced) continue;
+      hatless = false;
+      const Offset want = x + layout_.neighbours[k].clearance;
+      if (state.lowest >= want) continue;
+      const Offset raised = other.pin != kUnplaced ? want : fit(o, want);
+      trail_.push_back({o, false, state.lowest});
+      state.lowest = raised;
+      if (other.pin != kUnplaced && raised > other.pin) ok = false;
+      if (raised == kUnplaced || raised + other.size > capacity_) {
+        if (params_.capacity_inference) ok = false;
+        continue;
+      }
+      if (!params_.unallocated_floor) continue;
+      max_raised = std::max(max_raised, raised);
+      for (std::int32_t q = other.spans.begin; q < other.spans.end; ++q)
+        raised_hulls_.push_back({layout_.spans[q].first_section, layout_.spans[q].end_section});
+    }
+    return ok;
+  }
+
+  // The sections of the raised items, each once: a section's floor can
+  // only rise (to at most the highest raise) where it is below that, and
+  // only prune where that leaves too little room above it.
+  void markFloorsToRaise(Offset max_raised) {
+    std::sort(raised_hulls_.begin(), raised_hulls_.end());
+    budget_.steps += raised_hulls_.size();
+    const Bytes room = capacity_ - std::min(capacity_, max_raised);
+    SectionIdx next = 0;
+    for (const auto& [lo, hi] : raised_hulls_) {
+      budget_.steps += static_cast<std::uint64_t>(std::max(0, hi - std::max(lo, next)));
+      for (SectionIdx s = std::max(lo, next); s < hi; ++s) {
+        SectionState& sec = section_state_[s];
+        if (sec.unplaced_bytes > room && sec.floor < max_raised && sec.stamp != stamp_) {
+          sec.stamp = stamp_;
+          touched_sections_.push_back(s);
+          floors_to_raise_.push_back(s);
+        }
+      }
+      next = std::max(next, hi);
+    }
+    raised_hulls_.clear();
+  }
+
+  void undo(ItemIdx i, std::size_t mark) {
+    budget_.steps += trail_.size() - mark;
     while (trail_.size() > mark) {
-      const Change& c = trail_.back();
+      const TrailEntry& c = trail_.back();
       if (c.is_floor)
-        floor_[c.idx] = c.old;
+        section_state_[c.index].floor = c.old_value;
       else
-        min_off_[c.idx] = c.old;
+        item_state_[c.index].lowest = c.old_value;
       trail_.pop_back();
     }
-    for (std::int32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) {
-      const Span& sp = spans_[k];
-      tree_.add(static_cast<std::size_t>(sp.lo), static_cast<std::size_t>(sp.hi),
-                static_cast<std::int64_t>(sp.whi - sp.wlo));
-      for (SectionIdx s = sp.lo; s < sp.hi; ++s) total_[s] += sp.whi - sp.wlo;
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
+      const Span& sp = layout_.spans[k];
+      unplaced_bytes_tree_.add(static_cast<std::size_t>(sp.first_section),
+                               static_cast<std::size_t>(sp.end_section),
+                               static_cast<std::int64_t>(sp.window_hi - sp.window_lo));
+      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s)
+        section_state_[s].unplaced_bytes += sp.window_hi - sp.window_lo;
     }
     rejoinSections(i);
-    off_[i] = kUnplaced;
+    item_state_[i].offset = kUnplaced;
   }
 
   // The sections whose floor rose must still hold their unplaced bytes
   // (the others passed at the parent, and the offset cut covers them).
   bool check(SectionIdx ps, SectionIdx pe, Offset x) const {
-    if (!p_.section_inference) return true;
-    const bool monotonic = p_.canonical_only && p_.monotonic_floor;
-    if (p_.canonical_only && p_.monotonic_floor) {
-      for (SectionIdx s : affected_)
-        if (std::max(floor_[s], x) + total_[s] > capacity_) return false;
+    if (!params_.section_inference) return true;
+    const bool monotonic = params_.canonical_only && params_.monotonic_floor;
+    if (monotonic) {
+      for (SectionIdx s : touched_sections_)
+        if (std::max(section_state_[s].floor, x) + section_state_[s].unplaced_bytes > capacity_) return false;
       return true;
     }
-    for (SectionIdx s = ps; s < pe; ++s) {
-      const Offset f = monotonic ? std::max(floor_[s], x) : floor_[s];
-      if (f + total_[s] > capacity_) return false;
-    }
+    for (SectionIdx s = ps; s < pe; ++s)
+      if (section_state_[s].floor + section_state_[s].unplaced_bytes > capacity_) return false;
     return true;
   }
 
-  const ExactParams& p_;
+  // What the search may spend, and has.
+  struct Budget {
+    std::uint64_t nodes = 0, nodes_left = 0;
+    std::uint64_t steps = 0, step_limit = ~std::uint64_t{0};
+    std::uint64_t step_end = ~std::uint64_t{0};  // of the current decision
+    const Clock::time_point* deadline = nullptr;
+    const std::atomic<bool>* stop = nullptr;
+    bool timed_out = false;
+  };
+
+  const ExactParams& params_;
   const Offset base_;
-  bool complete_ = true;      // a kNotFound is a proof
-  bool pins_collide_ = false;
-  // Merged buffers.
-  std::vector<Offset> fixed_offsets_;  // buffers without bytes: where they go
-  std::vector<Idx> item_of_;
-  // Items (static).
-  std::vector<std::size_t> buffer_;    // item -> merged buffer
-  std::vector<Bytes> size_, align_;
-  std::vector<Offset> pin_;            // kUnplaced = not pinned
-  std::vector<TimeValue> start_, end_;
-  std::vector<SectionIdx> sl_, sr_;    // hull in sections
-  std::vector<std::int32_t> span_begin_;
-  std::vector<Span> spans_;
-  std::vector<std::int32_t> adj_begin_;
-  std::vector<Adj> adj_;
-  std::vector<std::int32_t> obs_begin_;
-  std::vector<Obstacle> obs_;
-  std::vector<Idx> prev_same_;
-  SectionIdx num_sections_ = 0;
-  std::vector<std::int32_t> sec_begin_;
-  std::vector<Idx> sec_items_;           // per section: unplaced items first
-  std::vector<std::int32_t> sec_unplaced_;
-  std::vector<std::int32_t> item_slot_begin_, slot_, slot_of_;
-  std::vector<Bytes> total0_;
-  std::vector<std::int32_t> cuts0_;
-  // Search state.
+  SearchLayout layout_;  // fixed for every capacity (but the lists moved out below)
+  // The layout's section lists, reordered as items are placed: a section's
+  // unplaced items first.
+  std::vector<ItemIdx> section_items_;
+  std::vector<std::int32_t> slot_position_, slot_at_position_;
+
+  // The current partial placement at capacity_.
   Bytes capacity_ = 0;
-  std::string heuristic_;
-  std::vector<Offset> off_, min_off_, sol_;
-  std::vector<Bytes> total_;
-  MaxTree tree_;  // total_ again, for range queries
-  std::vector<Offset> floor_;
-  std::vector<std::int32_t> cuts_;
-  std::vector<std::uint64_t> sec_stamp_;
+  std::string preorder_keys_;             // this restart's key letters ("WAT")
+  std::vector<ItemState> item_state_;
+  std::vector<Offset> solution_;          // the offsets of the last placement found
+  std::vector<SectionState> section_state_;
+  MaxTree unplaced_bytes_tree_;           // SectionState::unplaced_bytes again, for range queries
+  std::vector<std::int32_t> spanning_;    // per boundary: unplaced items spanning it
   std::uint64_t stamp_ = 0;
-  std::vector<SectionIdx> affected_, unalloc_, cut_points_;
-  std::vector<std::pair<SectionIdx, SectionIdx>> raised_spans_;
-  std::vector<Change> trail_;
-  std::vector<Entry> arena_;
-  std::vector<Idx> items_;
+  std::vector<TrailEntry> trail_;         // changes to undo, newest last
+  // Stacks of the recursion: every node's candidate order, every part's items.
+  std::vector<Candidate> candidates_;
+  std::vector<ItemIdx> part_items_;
+  // Scratch of one placement or one preorder.
+  std::vector<SectionIdx> touched_sections_, floors_to_raise_, new_cuts_;
+  std::vector<std::pair<SectionIdx, SectionIdx>> raised_hulls_;
   std::vector<double> keys_;
-  std::vector<std::size_t> perm_scratch_;
-  std::uint64_t nodes_ = 0, nodes_left_ = 0;
-  std::uint64_t steps_ = 0, step_limit_ = ~std::uint64_t{0};
-  std::uint64_t step_end_ = ~std::uint64_t{0};  // of the current decision
-  const Clock::time_point* deadline_ = nullptr;
-  const std::atomic<bool>* stop_ = nullptr;
-  bool timed_out_ = false;
+  std::vector<std::size_t> preorder_scratch_;
+  Budget budget_;
 };
 
 // Greatest common divisor of every size, alignment, pin and the prefix:
@@ -868,110 +784,154 @@ ExactResult windowSearch(const PoolProblem& mp, const std::vector<Offset>& incum
   return out;
 }
 
-ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
-                           const ExactParams& params) {
-  if (mp.buffers.size() > params.window_threshold)
-    return windowSearch(mp, best, lower_bound, params);
-  ExactResult out;
-  Bytes best_height = heightOf(mp, best);
-  const Bytes g = granularity(mp);
-  // Heights are multiples of g: round the bound up to one.
-  Bytes lo = std::max(lower_bound, mp.reserved);
-  for (const Buffer& b : mp.buffers)
-    if (b.fixed_offset && b.size > 0) lo = std::max(lo, *b.fixed_offset + b.size);
-  lo = (lo + g - 1) / g * g;
-  Bytes proven = lo;      // no placement is lower
-  std::uint64_t budget = params.node_limit;
-  const auto deadline = deadlineOf(params);
-  Searcher searcher(mp, params);
-  const std::uint64_t items = mp.buffers.size();
-  // A probe at `cap`: kFound lowers the incumbent, a proof raises lo.
-  // A probe's share of the steps is its share of the nodes.
-  const double steps_per_node =
-      params.step_limit ? static_cast<double>(params.step_limit) /
-                              static_cast<double>(std::max<std::uint64_t>(1, params.node_limit))
-                        : 0;
-  auto probe = [&](Bytes cap, std::uint64_t give) {
-    const std::uint64_t before = searcher.nodes();
-    const std::uint64_t nodes = std::max<std::uint64_t>(1, std::min(give, budget));
+// minimizeHeight's probes on one merged pool (see exact_search.h): each
+// probe either lowers the incumbent or raises the proven bound.
+class HeightMinimizer {
+ public:
+  HeightMinimizer(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                  const ExactParams& params)
+      : mp_(mp),
+        params_(params),
+        best_(std::move(best)),
+        best_height_(heightOf(mp, best_)),
+        g_(granularity(mp)),
+        budget_(params.node_limit),
+        deadline_(deadlineOf(params)),
+        searcher_(mp, params),
+        items_(mp.buffers.size()),
+        // A probe's share of the steps is its share of the nodes.
+        steps_per_node_(params.step_limit
+                            ? static_cast<double>(params.step_limit) /
+                                  static_cast<double>(std::max<std::uint64_t>(1, params.node_limit))
+                            : 0) {
+    // Heights are multiples of g: round the bound up to one.
+    lo_ = std::max(lower_bound, mp.reserved);
+    for (const Buffer& b : mp.buffers)
+      if (b.fixed_offset && b.size > 0) lo_ = std::max(lo_, *b.fixed_offset + b.size);
+    lo_ = (lo_ + g_ - 1) / g_ * g_;
+    proven_ = lo_;
+  }
+
+  ExactResult run() {
+    probeTheBound();
+    descend();
+    sweepBelowIncumbent();
+    ExactResult out;
+    out.offsets = std::move(best_);
+    out.height = best_height_;
+    out.found = true;
+    out.stopped = best_height_ > lo_ && budget_ > 0 && timeUp();
+    out.nodes = searcher_.nodes();
+    out.steps = searcher_.steps();
+    out.proven_bound = std::min(proven_, best_height_);
+    out.proven_optimal = best_height_ <= proven_;
+    return out;
+  }
+
+ private:
+  // A probe at `cap` with `give` nodes: kFound lowers the incumbent, a
+  // proof raises lo_.
+  Status probe(Bytes cap, std::uint64_t give) {
+    const std::uint64_t before = searcher_.nodes();
+    const std::uint64_t nodes = std::max<std::uint64_t>(1, std::min(give, budget_));
     const std::uint64_t steps =
-        params.step_limit ? static_cast<std::uint64_t>(std::min(
-                                1e18, std::max(1.0, steps_per_node * static_cast<double>(nodes))))
-                          : ~std::uint64_t{0};
-    const Status st = searcher.solve(cap, nodes, steps,
-                                     deadline ? &*deadline : nullptr);
-    budget -= std::min(budget, searcher.nodes() - before);
-    if (searcher.outOfSteps()) budget = 0;  // every later probe would abort
+        params_.step_limit ? static_cast<std::uint64_t>(std::min(
+                                 1e18, std::max(1.0, steps_per_node_ * static_cast<double>(nodes))))
+                           : ~std::uint64_t{0};
+    const Status st = searcher_.solve(cap, nodes, steps, deadline_ ? &*deadline_ : nullptr);
+    budget_ -= std::min(budget_, searcher_.nodes() - before);
+    if (searcher_.outOfSteps()) budget_ = 0;  // every later probe would abort
     if (st == Status::kFound) {
-      std::vector<Offset> offsets = searcher.offsets();
-      const Bytes h = heightOf(mp, offsets);
-      if (h < best_height) {
-        best = std::move(offsets);
-        best_height = h;
+      std::vector<Offset> offsets = searcher_.offsets();
+      const Bytes h = heightOf(mp_, offsets);
+      if (h < best_height_) {
+        best_ = std::move(offsets);
+        best_height_ = h;
       }
-    } else if (st == Status::kNotFound && searcher.complete()) {
+    } else if (st == Status::kNotFound && searcher_.complete()) {
       // Nothing fits at cap: nothing lower either.
-      lo = std::max(lo, cap + g);
-      proven = std::max(proven, lo);
+      lo_ = std::max(lo_, cap + g_);
+      proven_ = std::max(proven_, lo_);
     }
     return st;
-  };
-  auto timeUp = [&] {
-    return (deadline && Clock::now() >= *deadline) ||
-           (params.stop && params.stop->load(std::memory_order_relaxed));
-  };
+  }
+  bool timeUp() const {
+    return (deadline_ && Clock::now() >= *deadline_) ||
+           (params_.stop && params_.stop->load(std::memory_order_relaxed));
+  }
+  // A share of the node limit, at least one node.
+  std::uint64_t share(double f) const {
+    return static_cast<std::uint64_t>(std::max(1.0, f * static_cast<double>(params_.node_limit)));
+  }
+
   // 1. The bound itself: most real pools and most of MiniMalloc's
   //    instances fit there.
-  const double total = static_cast<double>(params.node_limit);
-  auto share = [&](double f) { return static_cast<std::uint64_t>(std::max(1.0, f * total)); };
-  if (lo < best_height && budget > 0 && !timeUp()) probe(lo, share(params.bound_probe_share));
+  void probeTheBound() {
+    if (lo_ < best_height_ && budget_ > 0 && !timeUp()) probe(lo_, share(params_.bound_probe_share));
+  }
+
   // 2. Descend from the incumbent in steps that double while probes
   //    succeed and halve when one runs out of nodes, down to one granule.
-  const std::uint64_t small = std::max<std::uint64_t>(share(params.descent_probe_share), 50 * items);
-  Bytes step = (best_height > lo ? best_height - lo : 0) / 2;
-  while (best_height > lo + g && budget > 0 && !timeUp()) {
-    const Bytes room = best_height - lo;
-    step = std::min(std::max(step, g), room);
-    const Bytes down = std::max(g, step / g * g);
-    if (down <= g) break;
-    const Status st = probe(best_height - std::min(down, room), small);
-    if (st == Status::kFound)
-      step = std::min<Bytes>(2 * step, (best_height > lo ? best_height - lo : 0) / 2);
-    else if (st == Status::kNotFound && searcher.complete())
-      step = (best_height > lo ? best_height - lo : 0) / 2;
-    else
-      step /= 2;
+  void descend() {
+    const std::uint64_t small = std::max<std::uint64_t>(share(params_.descent_probe_share), 50 * items_);
+    Bytes step = (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2;
+    while (best_height_ > lo_ + g_ && budget_ > 0 && !timeUp()) {
+      const Bytes room = best_height_ - lo_;
+      step = std::min(std::max(step, g_), room);
+      const Bytes down = std::max(g_, step / g_ * g_);
+      if (down <= g_) break;
+      const Status st = probe(best_height_ - std::min(down, room), small);
+      if (st == Status::kFound)
+        step = std::min<Bytes>(2 * step, (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2);
+      else if (st == Status::kNotFound && searcher_.complete())
+        step = (best_height_ > lo_ ? best_height_ - lo_ : 0) / 2;
+      else
+        step /= 2;
+    }
   }
+
   // 3. Sweep the capacities just below the incumbent, each with a small
   //    budget that doubles every round: near the optimum the search time
   //    jumps from capacity to capacity, so trying several beats hammering
   //    one. A success restarts the sweep below the new incumbent.
-  const Bytes sweep_caps = std::max<std::size_t>(1, params.sweep_capacities);
-  for (std::uint64_t give = std::max<std::uint64_t>(share(params.sweep_probe_share), 25 * items);
-       best_height > lo && budget > 0 && !timeUp(); give *= 2) {
-    bool improved = true;
-    while (improved && best_height > lo && budget > 0 && !timeUp()) {
-      improved = false;
-      for (Bytes k = 1; k <= sweep_caps && best_height >= lo + k * g && budget > 0; ++k) {
-        const Bytes cap = best_height - k * g;
-        const Status st = probe(cap, give);
-        if (st == Status::kFound) {
-          improved = true;
-          break;
+  void sweepBelowIncumbent() {
+    const Bytes sweep_caps = std::max<std::size_t>(1, params_.sweep_capacities);
+    for (std::uint64_t give = std::max<std::uint64_t>(share(params_.sweep_probe_share), 25 * items_);
+         best_height_ > lo_ && budget_ > 0 && !timeUp(); give *= 2) {
+      bool improved = true;
+      while (improved && best_height_ > lo_ && budget_ > 0 && !timeUp()) {
+        improved = false;
+        for (Bytes k = 1; k <= sweep_caps && best_height_ >= lo_ + k * g_ && budget_ > 0; ++k) {
+          const Status st = probe(best_height_ - k * g_, give);
+          if (st == Status::kFound) {
+            improved = true;
+            break;
+          }
+          if (st == Status::kNotFound && searcher_.complete()) break;  // lo rose past cap
         }
-        if (st == Status::kNotFound && searcher.complete()) break;  // lo rose past cap
       }
     }
   }
-  out.offsets = std::move(best);
-  out.height = best_height;
-  out.found = true;
-  out.stopped = best_height > lo && budget > 0 && timeUp();
-  out.nodes = searcher.nodes();
-  out.steps = searcher.steps();
-  out.proven_bound = std::min(proven, best_height);
-  out.proven_optimal = best_height <= proven;
-  return out;
+
+  const PoolProblem& mp_;
+  const ExactParams& params_;
+  std::vector<Offset> best_;  // the incumbent
+  Bytes best_height_;
+  const Bytes g_;             // every height is a multiple of it
+  Bytes lo_ = 0;              // no placement is lower (probes raise it)
+  Bytes proven_ = 0;          // the highest bound proven
+  std::uint64_t budget_;      // nodes left
+  const std::optional<Clock::time_point> deadline_;
+  Searcher searcher_;
+  const std::uint64_t items_;
+  const double steps_per_node_;
+};
+
+ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
+                           const ExactParams& params) {
+  if (mp.buffers.size() > params.window_threshold)
+    return windowSearch(mp, best, lower_bound, params);
+  return HeightMinimizer(mp, std::move(best), lower_bound, params).run();
 }
 
 // The search recurses once per placed item (search -> decompose ->

@@ -1,6 +1,45 @@
 // Exact search: does every buffer of a pool fit below a capacity C, and
 // what is the lowest height that fits?
 //
+// The data layout, on three buffers (in-place groups merged first; each
+// merged buffer that holds bytes is an *item*):
+//
+//   time          0     2     4     6     8      event_times = 0 2 4 6 8
+//   section       | s0  | s1  | s2  | s3  |      section s = [event s, event s+1)
+//   a (32 bytes)  [===========)
+//   b (16 bytes)        [===========)
+//   c (32 bytes)              [===========)
+//
+// Fixed for every capacity (SearchLayout, exact_layout.h):
+//   items[i]          size, alignment, pin, lifetime, hull in sections
+//                     (a: s0..s1), and IndexRanges into the flat lists:
+//   spans             per item, the sections it holds which bytes of its
+//                     own in (a: [s0, s2) bytes [0, 32); a buffer with
+//                     gaps has several spans)
+//   neighbours        per item, the items sharing time with it and the
+//                     clearance to keep above it (a: b +32; b: a +16,
+//                     c +16; c: b +32)
+//   obstacles         per unpinned item, the pinned items it steps over
+//   section_items     per section, its items, from section_begin:
+//                       s0: a | s1: a b | s2: b c | s3: c
+//                     its unplaced items first (SectionState::unplaced
+//                     of them), so placing an item swaps it behind them;
+//                     slot_position finds an item's k-th entry there
+//   section_bytes     per section, all items' bytes: 32 48 48 32
+//   spanning_at_start per boundary, the items crossing it: 1 1 1
+//
+// The partial placement (Searcher, exact_search.cpp; undone through trail_):
+//   item_state_[i]     offset (or unplaced) and the lowest offset it can
+//                      still take
+//   section_state_[s]  unplaced bytes, floor, unplaced item count
+//   spanning_          per boundary, the unplaced items crossing it
+//
+// Placing a at 0: b's lowest offset rises to 32 (a's neighbour); s0 and
+// s1 lose a's 32 bytes (unplaced 0 and 16) and their floors rise to 32;
+// a no longer crosses s0|s1, so s0 and s1..s3 are searched apart. Each
+// change to a floor or a lowest offset is pushed on trail_ with its old
+// value and popped when a is taken back.
+//
 // The decision search (solveWithinCapacity) is a depth-first search over
 // partial placements, built on the techniques of Google's MiniMalloc
 // solver (Moffitt, ASPLOS 2023), reimplemented here, plus techniques of

@@ -19,34 +19,34 @@ std::string_view fitName(Fit f) { return f == Fit::Best ? "best" : "first"; }
 
 class Placer::Tree {
  public:
-  Tree(Placer& p, std::size_t leaf_ranks) : p_(p), w_(std::max<std::size_t>(1, leaf_ranks)) {
-    leaves_ = p_.ranks_ / w_ + 1;
-    size_ = 1;
-    while (size_ < leaves_) size_ *= 2;
-    a_.resize(size_);
-    part_.resize(size_);
-    d_.resize(2 * size_);
-    dirty_.assign(2 * size_, 0);
+  Tree(Placer& p, std::size_t leaf_ranks) : p_(p), leaf_ranks_(std::max<std::size_t>(1, leaf_ranks)) {
+    leaves_ = p_.ranks_ / leaf_ranks_ + 1;
+    first_leaf_node_ = 1;
+    while (first_leaf_node_ < leaves_) first_leaf_node_ *= 2;
+    covering_runs_.resize(first_leaf_node_);
+    partial_entries_.resize(first_leaf_node_);
+    unions_.resize(2 * first_leaf_node_);
+    stale_union_.assign(2 * first_leaf_node_, 0);
   }
 
   void clear() {
-    for (std::size_t v = 1; v < 2 * size_; ++v) {
-      if (d_[v].empty() && !dirty_[v]) continue;  // nothing stored at or below v
-      d_[v].clear();
-      dirty_[v] = 0;
-      if (v >= size_) {
-        a_[v - size_].clear();
-        part_[v - size_].clear();
+    for (std::size_t v = 1; v < 2 * first_leaf_node_; ++v) {
+      if (unions_[v].empty() && !stale_union_[v]) continue;  // nothing stored at or below v
+      unions_[v].clear();
+      stale_union_[v] = 0;
+      if (v >= first_leaf_node_) {
+        covering_runs_[v - first_leaf_node_].clear();
+        partial_entries_[v - first_leaf_node_].clear();
       }
     }
   }
 
   void insert(BufferId b, Offset lo, Offset hi) {
     const Cover cv = coverOf(b);
-    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) addRun(a_[leaf], lo, hi);
+    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) addRun(covering_runs_[leaf], lo, hi);
     for (int k = 0; k < cv.nparts; ++k) {
-      auto& list = part_[cv.parts[k]];
-      const Part e{lo, hi, p_.rs_[b], p_.re_[b], b};
+      auto& list = partial_entries_[cv.parts[k]];
+      const Part e{lo, hi, p_.start_rank_[b], p_.end_rank_[b], b};
       list.insert(std::upper_bound(list.begin(), list.end(), lo,
                                    [](Offset x, const Part& y) { return x < y.lo; }),
                   e);
@@ -54,19 +54,19 @@ class Placer::Tree {
     }
     // Every node over the touched leaves holds it in its union; stop at the
     // first level where all of them already did (their ancestors do too).
-    for (std::size_t l = cv.ls + size_, r = cv.le + size_; l >= 1; l >>= 1, r >>= 1) {
+    for (std::size_t l = cv.ls + first_leaf_node_, r = cv.le + first_leaf_node_; l >= 1; l >>= 1, r >>= 1) {
       bool changed = false;
       for (std::size_t v = l; v <= r; ++v)
-        if (!dirty_[v]) changed = unionInsert(d_[v], lo, hi) || changed;
+        if (!stale_union_[v]) changed = unionInsert(unions_[v], lo, hi) || changed;
       if (!changed) break;
     }
   }
 
   void erase(BufferId b, Offset lo, Offset hi) {
     const Cover cv = coverOf(b);
-    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) dropRun(a_[leaf], lo, hi);
+    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) dropRun(covering_runs_[leaf], lo, hi);
     for (int k = 0; k < cv.nparts; ++k) {
-      auto& list = part_[cv.parts[k]];
+      auto& list = partial_entries_[cv.parts[k]];
       auto it = std::lower_bound(list.begin(), list.end(), lo,
                                  [](const Part& y, Offset x) { return y.lo < x; });
       while (it != list.end() && it->id != b) ++it;
@@ -77,12 +77,12 @@ class Placer::Tree {
     // ancestors rebuild theirs when next read (a dirty node's ancestors
     // are all dirty).
     for (std::size_t leaf = cv.ls; leaf <= cv.le; ++leaf)
-      for (std::size_t v = leaf + size_; v >= 1 && !dirty_[v]; v >>= 1) dirty_[v] = 1;
+      for (std::size_t v = leaf + first_leaf_node_; v >= 1 && !stale_union_[v]; v >>= 1) stale_union_[v] = 1;
   }
 
   // p_.ranges_ / p_.runs_ = what b must stay clear of, as sorted runs.
   void gather(BufferId b) {
-    const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
+    const std::int32_t rs = p_.start_rank_[b], re = p_.end_rank_[b];
     forEachList(
         b, [&](const std::vector<Run>& runs) { addList(runs); },
         [&](const std::vector<Part>& parts) { addParts(parts, rs, re); });
@@ -94,15 +94,15 @@ class Placer::Tree {
   // covering them; the leaves in between: everything stored there.
   template <class Runs, class Parts>
   void forEachList(BufferId b, Runs&& runs, Parts&& parts) {
-    const std::size_t ls = static_cast<std::size_t>(p_.rs_[b]) / w_;
-    const std::size_t le = static_cast<std::size_t>(p_.re_[b] - 1) / w_;
-    runs(a_[ls]);
-    parts(part_[ls]);
+    const std::size_t ls = static_cast<std::size_t>(p_.start_rank_[b]) / leaf_ranks_;
+    const std::size_t le = static_cast<std::size_t>(p_.end_rank_[b] - 1) / leaf_ranks_;
+    runs(covering_runs_[ls]);
+    parts(partial_entries_[ls]);
     if (le != ls) {
-      runs(a_[le]);
-      parts(part_[le]);
+      runs(covering_runs_[le]);
+      parts(partial_entries_[le]);
     }
-    for (std::size_t l = ls + 1 + size_, r = le + size_; l < r; l >>= 1, r >>= 1) {
+    for (std::size_t l = ls + 1 + first_leaf_node_, r = le + first_leaf_node_; l < r; l >>= 1, r >>= 1) {
       if (l & 1) runs(unionAt(l++));
       if (r & 1) runs(unionAt(--r));
     }
@@ -121,7 +121,7 @@ class Placer::Tree {
   // aligned offset (a run meeting [x, x + size) rules out all of [x, hi)).
   Offset firstFit(BufferId id) {
     const Buffer& b = p_.bufs_[id];
-    const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
+    const std::int32_t rs = p_.start_rank_[id], re = p_.end_rank_[id];
     lists_.clear();
     sizes_.clear();
     // Partial entries of the first and last leaf alive with b, joined.
@@ -199,13 +199,13 @@ class Placer::Tree {
     int nparts = 0;
   };
   Cover coverOf(BufferId b) const {
-    const auto rs = static_cast<std::size_t>(p_.rs_[b]);
-    const auto re = static_cast<std::size_t>(p_.re_[b]);
+    const auto rs = static_cast<std::size_t>(p_.start_rank_[b]);
+    const auto re = static_cast<std::size_t>(p_.end_rank_[b]);
     Cover cv;
-    cv.ls = rs / w_;
-    cv.le = (re - 1) / w_;
-    cv.fs = rs % w_ == 0 ? cv.ls : cv.ls + 1;
-    cv.fe = re % w_ == 0 ? cv.le + 1 : cv.le;
+    cv.ls = rs / leaf_ranks_;
+    cv.le = (re - 1) / leaf_ranks_;
+    cv.fs = rs % leaf_ranks_ == 0 ? cv.ls : cv.ls + 1;
+    cv.fe = re % leaf_ranks_ == 0 ? cv.le + 1 : cv.le;
     if (cv.fs > cv.ls) cv.parts[cv.nparts++] = cv.ls;
     if (cv.fe <= cv.le && (cv.le != cv.ls || cv.nparts == 0)) cv.parts[cv.nparts++] = cv.le;
     if (cv.fe < cv.fs) cv.fe = cv.fs;  // inside one leaf
@@ -269,21 +269,21 @@ class Placer::Tree {
   }
 
   const std::vector<Run>& unionAt(std::size_t v) {
-    if (dirty_[v]) {
-      if (v < size_) {
+    if (stale_union_[v]) {
+      if (v < first_leaf_node_) {
         unionAt(2 * v);
         unionAt(2 * v + 1);
       }
       rebuildUnion(v);
-      dirty_[v] = 0;
+      stale_union_[v] = 0;
     }
-    return d_[v];
+    return unions_[v];
   }
 
-  // d_[v] from its parts: a leaf's covering runs and partial entries, or
+  // unions_[v] from its parts: a leaf's covering runs and partial entries, or
   // the unions of the two children.
   void rebuildUnion(std::size_t v) {
-    auto& out = d_[v];
+    auto& out = unions_[v];
     out.clear();
     auto add = [&](Offset lo, Offset hi) {  // in lo order
       if (!out.empty() && lo <= out.back().hi) out.back().hi = std::max(out.back().hi, hi);
@@ -302,8 +302,9 @@ class Placer::Tree {
       }
       p_.work_ += x.size() + y.size();
     };
-    if (v >= size_) merge(a_[v - size_], part_[v - size_]);
-    else merge(d_[2 * v], d_[2 * v + 1]);
+    if (v >= first_leaf_node_)
+      merge(covering_runs_[v - first_leaf_node_], partial_entries_[v - first_leaf_node_]);
+    else merge(unions_[2 * v], unions_[2 * v + 1]);
   }
 
   void addList(const std::vector<Run>& runs) {
@@ -363,12 +364,13 @@ class Placer::Tree {
   std::vector<Cursor> lists_;       // scratch (firstFit): the lists b reads
   std::vector<std::size_t> sizes_;  // scratch (firstFit): their sizes as gathered
   std::vector<Run> joined_;         // scratch (firstFit): joined partial entries
-  std::size_t w_;
-  std::size_t leaves_ = 1, size_ = 1;
-  std::vector<std::vector<Run>> a_;      // per leaf: runs of the buffers covering it
-  std::vector<std::vector<Part>> part_;  // per leaf: partly covering buffers, by offset
-  std::vector<std::vector<Run>> d_;      // per node: union of all stored at or below it
-  std::vector<std::uint8_t> dirty_;      // per node: d_ to be rebuilt
+  std::size_t leaf_ranks_;          // time ranks per leaf
+  std::size_t leaves_ = 1;
+  std::size_t first_leaf_node_ = 1;  // node of leaf 0; node v's children are 2v, 2v + 1
+  std::vector<std::vector<Run>> covering_runs_;     // per leaf: runs of the buffers covering it
+  std::vector<std::vector<Part>> partial_entries_;  // per leaf: partly covering buffers, by offset
+  std::vector<std::vector<Run>> unions_;            // per node: union of all stored at or below it
+  std::vector<std::uint8_t> stale_union_;           // per node: unions_ to be rebuilt
 };
 
 // ---------------------------------------------------------------------------
@@ -384,7 +386,7 @@ class Placer::Buckets {
     for (std::size_t i = 0; i < n; ++i) {
       gapped_[i] = !bufs[i].gaps.empty();
       any_gapped_ = any_gapped_ || gapped_[i];
-      span += static_cast<std::uint64_t>(p_.re_[i] - p_.rs_[i]);
+      span += static_cast<std::uint64_t>(p_.end_rank_[i] - p_.start_rank_[i]);
     }
     // Twice the mean lifetime: most lifetimes fit in one bucket, each
     // bucket holds about three lifetimes' worth of buffers.
@@ -413,7 +415,7 @@ class Placer::Buckets {
   }
 
   void insert(BufferId b, Offset lo, Offset hi) {
-    const Key k{lo, hi, p_.rs_[b], p_.re_[b], b};
+    const Key k{lo, hi, p_.start_rank_[b], p_.end_rank_[b], b};
     const std::size_t first = firstBucket(b), last = lastBucket(b);
     buckets_[first].own.insert(k);
     for (std::size_t j = first; j <= last; ++j) buckets_[j].all.insert(k);
@@ -427,7 +429,7 @@ class Placer::Buckets {
     for (BufferId b : ids) {
       const Buffer& buf = p_.bufs_[b];
       if (buf.size == 0) continue;
-      const Key k{offsets[b], offsets[b] + buf.size, p_.rs_[b], p_.re_[b], b};
+      const Key k{offsets[b], offsets[b] + buf.size, p_.start_rank_[b], p_.end_rank_[b], b};
       const std::size_t first = firstBucket(b), last = lastBucket(b);
       buckets_[first].own.keys.push_back(k);
       for (std::size_t j = first; j <= last; ++j) buckets_[j].all.keys.push_back(k);
@@ -456,7 +458,7 @@ class Placer::Buckets {
   template <typename Visit>
   void walkDirect(BufferId b, Visit&& visit) {
     const auto& keys = buckets_[firstBucket(b)].all.keys;
-    const std::int32_t rs = p_.rs_[b], re = p_.re_[b];
+    const std::int32_t rs = p_.start_rank_[b], re = p_.end_rank_[b];
     std::size_t k = 0;
     for (; k < keys.size(); ++k)
       if (!visit(keys[k].lo, keys[k].hi,
@@ -546,13 +548,13 @@ class Placer::Buckets {
   struct Bucket {
     List all, own;
   };
-  std::size_t firstBucket(BufferId b) const { return static_cast<std::size_t>(p_.rs_[b]) / width_; }
-  std::size_t lastBucket(BufferId b) const { return static_cast<std::size_t>(p_.re_[b] - 1) / width_; }
+  std::size_t firstBucket(BufferId b) const { return static_cast<std::size_t>(p_.start_rank_[b]) / width_; }
+  std::size_t lastBucket(BufferId b) const { return static_cast<std::size_t>(p_.end_rank_[b] - 1) / width_; }
   // Calls f(list, keep) for the lists b's lifetime reads, where keep(key)
   // says whether the entry is alive during b's lifetime.
   template <typename F>
   void forEachList(BufferId id, F&& f) {
-    const std::int32_t rs = p_.rs_[id], re = p_.re_[id];
+    const std::int32_t rs = p_.start_rank_[id], re = p_.end_rank_[id];
     const std::size_t first = firstBucket(id), last = lastBucket(id);
     f(buckets_[first].all,
       [rs, re](const Key& k) { return static_cast<bool>(int{k.rs < re} & int{k.re > rs}); });
@@ -584,22 +586,23 @@ Placer::Placer(const PoolProblem& merged, PlacerParams params)
   }
   std::sort(events.begin(), events.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  rs_.resize(n);
-  re_.resize(n);
+  start_rank_.resize(n);
+  end_rank_.resize(n);
   std::int32_t rank = -1;
   for (std::size_t k = 0; k < events.size(); ++k) {
     if (k == 0 || events[k].first != events[k - 1].first) ++rank;
     const std::uint32_t e = events[k].second;
-    (e & 1 ? re_ : rs_)[e / 2] = rank;
+    (e & 1 ? end_rank_ : start_rank_)[e / 2] = rank;
   }
   ranks_ = static_cast<std::size_t>(rank + 1);
   bool gapped = false;
   for (std::size_t i = 0; i < n; ++i) {
-    if (re_[i] <= rs_[i]) re_[i] = rs_[i] + 1;  // merged problems have end > start
+    // Merged problems have end > start.
+    if (end_rank_[i] <= start_rank_[i]) end_rank_[i] = start_rank_[i] + 1;
     gapped = gapped || !bufs_[i].gaps.empty();
   }
   ranks_ = std::max<std::size_t>(ranks_, 1) + 1;
-  at_.assign(n, kUnmarked);
+  marked_at_.assign(n, kUnmarked);
   runs_.reserve(64);
   if (params.index == PlacerParams::Index::Buckets || gapped)
     buckets_ = new Buckets(*this);
@@ -609,7 +612,7 @@ Placer::Placer(const PoolProblem& merged, PlacerParams params)
     std::size_t w = params.leaf_ranks;
     if (w == 0) {
       std::uint64_t span = 0;
-      for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
+      for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(end_rank_[i] - start_rank_[i]);
       w = std::clamp<std::size_t>(n ? static_cast<std::size_t>(span / n / 8) : 1, 4, 128);
     }
     tree_ = new Tree(*this, w);
@@ -624,11 +627,11 @@ Placer::~Placer() {
 void Placer::clear() {
   if (tree_) tree_->clear();
   else buckets_->clear();
-  std::fill(at_.begin(), at_.end(), kUnmarked);
+  std::fill(marked_at_.begin(), marked_at_.end(), kUnmarked);
 }
 
 void Placer::mark(BufferId b, Offset at) {
-  at_[b] = at;
+  marked_at_[b] = at;
   const Buffer& buf = bufs_[b];
   if (buf.size == 0) return;  // holds nothing; would only split gaps
   if (tree_) tree_->insert(b, at, at + buf.size);
@@ -636,9 +639,9 @@ void Placer::mark(BufferId b, Offset at) {
 }
 
 void Placer::unmark(BufferId b) {
-  const Offset at = at_[b];
+  const Offset at = marked_at_[b];
   if (at == kUnmarked) return;
-  at_[b] = kUnmarked;
+  marked_at_[b] = kUnmarked;
   if (bufs_[b].size == 0) return;
   if (tree_) tree_->erase(b, at, at + bufs_[b].size);
   else buckets_->erase(b, at);
@@ -646,8 +649,8 @@ void Placer::unmark(BufferId b) {
 
 void Placer::markAll(std::span<const BufferId> ids, const std::vector<Offset>& offsets) {
   if (buckets_) {
-    std::fill(at_.begin(), at_.end(), kUnmarked);
-    for (BufferId b : ids) at_[b] = offsets[b];
+    std::fill(marked_at_.begin(), marked_at_.end(), kUnmarked);
+    for (BufferId b : ids) marked_at_[b] = offsets[b];
     buckets_->bulk(ids, offsets);
     return;
   }
@@ -749,7 +752,7 @@ class GapWalk {
         const Bytes gap = lo - cursor_;
         if (gap < best_gap_) {
           best_gap_ = gap;
-          at_ = cand;
+          marked_at_ = cand;
         }
         if (first_ || gap == size_) return false;
       }
@@ -760,7 +763,7 @@ class GapWalk {
   }
   // The chosen offset: the best gap, else the aligned top.
   Offset result(const Buffer& b) const {
-    if (best_gap_ != kNoGap) return at_;
+    if (best_gap_ != kNoGap) return marked_at_;
     const auto top = alignUp(cursor_, align_);
     if (!top || !checkedAdd(*top, size_))
       throw PlacementError(fmt::format("pool exceeds {} bytes placing '{}'", kMaxBytes, b.name), b.name);
@@ -778,7 +781,7 @@ class GapWalk {
   Bytes size_, align_;
   bool first_;
   Bytes best_gap_ = kNoGap;
-  Offset at_ = 0;
+  Offset marked_at_ = 0;
 };
 
 }  // namespace
@@ -837,41 +840,41 @@ void Placer::overlapping(BufferId id, std::vector<BufferId>& out) {
     // Built on first use (the local search's): buffer ids by time bucket,
     // alive in it (all) and starting in it (own), as the buckets keep them.
     std::uint64_t span = 0;
-    for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(re_[i] - rs_[i]);
+    for (std::size_t i = 0; i < n; ++i) span += static_cast<std::uint64_t>(end_rank_[i] - start_rank_[i]);
     id_width_ = std::max<std::size_t>(1, static_cast<std::size_t>(2 * span / n));
     const std::size_t count = ranks_ / id_width_ + 1;
     ids_all_.resize(count);
     ids_own_.resize(count);
     for (std::size_t i = 0; i < n; ++i) {
       if (bufs_[i].size == 0) continue;
-      const std::size_t first = static_cast<std::size_t>(rs_[i]) / id_width_;
-      const std::size_t last = static_cast<std::size_t>(re_[i] - 1) / id_width_;
+      const std::size_t first = static_cast<std::size_t>(start_rank_[i]) / id_width_;
+      const std::size_t last = static_cast<std::size_t>(end_rank_[i] - 1) / id_width_;
       ids_own_[first].push_back(static_cast<BufferId>(i));
       for (std::size_t k = first; k <= last; ++k) ids_all_[k].push_back(static_cast<BufferId>(i));
     }
   }
   const Buffer& b = bufs_[id];
   if (b.size == 0) return;
-  const std::int32_t rs = rs_[id], re = re_[id];
+  const std::int32_t rs = start_rank_[id], re = end_rank_[id];
   const std::size_t first = static_cast<std::size_t>(rs) / id_width_;
   const std::size_t last = static_cast<std::size_t>(re - 1) / id_width_;
   auto consider = [&](BufferId o) {
-    if (o == id || at_[o] == kUnmarked) return;
+    if (o == id || marked_at_[o] == kUnmarked) return;
     if ((!bufs_[id].gaps.empty() || !bufs_[o].gaps.empty()) && !pool::clearance(bufs_[o], b)) return;
     out.push_back(o);
   };
   for (BufferId o : ids_all_[first]) {
-    if (rs_[o] < re && re_[o] > rs) consider(o);
+    if (start_rank_[o] < re && end_rank_[o] > rs) consider(o);
   }
   work_ += ids_all_[first].size();
   for (std::size_t j = first + 1; j <= last; ++j) {
     for (BufferId o : ids_own_[j])
-      if (rs_[o] < re) consider(o);
+      if (start_rank_[o] < re) consider(o);
     work_ += ids_own_[j].size();
   }
   // By offset (then id): the order does not depend on the index.
   std::sort(out.begin(), out.end(), [&](BufferId x, BufferId y) {
-    return at_[x] != at_[y] ? at_[x] < at_[y] : x < y;
+    return marked_at_[x] != marked_at_[y] ? marked_at_[x] < marked_at_[y] : x < y;
   });
 }
 

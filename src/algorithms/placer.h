@@ -18,20 +18,34 @@
 //
 // Run tree (pools without gaps). Time is compressed to the ranks of the
 // distinct start/end values and cut into leaves of a few ranks; a segment
-// tree stands over the leaves. A placed buffer is stored where its lifetime
-// covers whole tree nodes (at most two per level) as a byte range, and in
-// the one or two leaves it only partly covers as an entry with its
-// lifetime. Buffers stored at one node are all alive at once, so their
-// ranges never overlap: a node keeps their union as sorted *runs* of
-// touching ranges, not the buffers (a stack of 1,000 adjacent long-lived
-// buffers is one run). b gathers the runs of the nodes above its first and
-// last leaf, the entries of those two leaves that share time with it, and
-// for the nodes its lifetime covers, the union of everything stored below
-// them (kept as runs too while nothing is removed; after a removal, the
-// stores below are walked). So b reads runs (holes in the layout), not the
-// buffers alive beside it: its cost grows with the fragmentation of the
-// layout, not with how many buffers are live. Placing or removing a buffer
-// touches O(log n) nodes.
+// tree stands over the leaves. A placed buffer is stored in each leaf its
+// lifetime covers whole, as a byte range, and in the one or two leaves it
+// only partly covers, as an entry with its lifetime. Buffers covering one
+// leaf are all alive at once, so their ranges never overlap: a leaf keeps
+// their union as sorted *runs* of touching ranges, not the buffers (a
+// stack of 1,000 adjacent long-lived buffers is one run). Every node keeps
+// the union of everything stored below it, as runs too, rebuilt lazily
+// after a removal. b gathers the runs and the entries (those sharing time
+// with it) of its first and last leaf, and the unions of the fewest nodes
+// covering the leaves in between. So b reads runs (holes in the layout),
+// not the buffers alive beside it: its cost grows with the fragmentation
+// of the layout, not with how many buffers are live.
+//
+// For example, leaves of 2 ranks, three buffers placed, b about to be:
+//
+//   rank          0     2     4     6     8
+//   leaf          | L0  | L1  | L2  | L3  |
+//   x [0, 32)     [=======================)     covers L0..L3
+//   y [32, 48)       [===========)              covers L1, partly L0 and L2
+//   z [48, 80)              [=====)             covers L2
+//   b                     [===========)         ranks 3..7: leaves L1..L3
+//
+//   covering_runs_   L0: [0,32)  L1: [0,48)  L2: [0,32) [48,80)  L3: [0,32)
+//   partial_entries_ L0: y [32,48) ranks 1..5   L2: the same entry
+//   unions_          leaf L2: [0,80); node over L0 L1: [0,48); ...
+//
+// b reads L1's runs [0,48) and entries (none), L3's runs [0,32) and
+// entries (none), and the union of L2, [0,80): it cannot go below 80.
 //
 // Buckets (pools with gaps: a buffer may sit inside another's gap, so
 // ranges at one node may overlap and are kept one by one). Time ranks are
@@ -107,7 +121,7 @@ class Placer {
   // excluded): the ones choose() steps around.
   void overlapping(BufferId b, std::vector<BufferId>& out);
   const Buffer& buffer(BufferId b) const { return bufs_[b]; }
-  bool marked(BufferId b) const { return at_[b] != kUnmarked; }
+  bool marked(BufferId b) const { return marked_at_[b] != kUnmarked; }
 
   // Work spent so far: placed buffers plus runs and entries examined.
   std::uint64_t work() const { return work_; }
@@ -132,9 +146,9 @@ class Placer {
 
   const std::vector<Buffer>& bufs_;
   Offset floor_ = 0;
-  std::vector<std::int32_t> rs_, re_;   // lifetimes as time ranks
+  std::vector<std::int32_t> start_rank_, end_rank_;  // lifetimes as time ranks
   std::size_t ranks_ = 0;
-  std::vector<Offset> at_;              // offset when marked, else kUnmarked
+  std::vector<Offset> marked_at_;       // offset when marked, else kUnmarked
   Tree* tree_ = nullptr;                // exactly one of the two indexes
   Buckets* buckets_ = nullptr;
   // Static lifetime index for overlapping(): buffer ids by time bucket.

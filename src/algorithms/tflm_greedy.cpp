@@ -93,6 +93,139 @@ class StabIndex {
   std::vector<std::vector<BufferId>> nodes_;
 };
 
+// In-place groups as TFLite Micro sees them: one buffer each.
+struct Grouped {
+  std::vector<BufferId> group_of;  // buffer -> group
+  std::vector<Group> groups;       // in arrival order of their roots
+};
+
+// Step 1: in-place groups -> one buffer each, in arrival order of their
+// roots; pins must agree within a group.
+Grouped groupInPlace(const PoolProblem& problem) {
+  const std::vector<BufferId> root = detail::inplaceRoots(problem);
+  const auto n = static_cast<BufferId>(problem.buffers.size());
+  Grouped out;
+  std::vector<BufferId>& group_of = out.group_of;
+  std::vector<Group>& groups = out.groups;
+
+  // In-place groups -> one buffer each, in arrival order of their roots.
+  group_of.assign(n, kNone);
+  std::vector<std::string_view> group_name;
+  for (BufferId i = 0; i < n; ++i) {
+    if (root[i] != i) continue;
+    group_of[i] = static_cast<BufferId>(groups.size());
+    groups.emplace_back();
+    group_name.push_back(problem.buffers[i].name);
+  }
+  std::vector<bool> seen(groups.size(), false);
+  for (BufferId i = 0; i < n; ++i) {
+    const Buffer& b = problem.buffers[i];
+    const BufferId g = group_of[root[i]];
+    group_of[i] = g;
+    Group& grp = groups[g];
+    if (!seen[g]) {
+      seen[g] = true;
+      grp.start = b.start;
+      grp.end = b.end;
+    }
+    grp.start = std::min(grp.start, b.start);
+    grp.end = std::max(grp.end, b.end);
+    grp.size = std::max(grp.size, b.size);
+    grp.alignment = std::max<Bytes>({grp.alignment, b.alignment, 1});
+    if (b.fixed_offset) {
+      if (grp.offline && *grp.offline != *b.fixed_offset)
+        throw InputError(fmt::format("pool {}: '{}' shares storage with '{}' but is pinned at {} "
+                                     "instead of {}",
+                                     problem.mem_id, b.name, group_name[g], *b.fixed_offset,
+                                     *grp.offline));
+      if (*b.fixed_offset > kMaxBytes || grp.size > kMaxBytes - *b.fixed_offset)
+        throw PlanError(fmt::format("pool {}: '{}' pinned at {} overflows", problem.mem_id,
+                                    b.name, *b.fixed_offset));
+      grp.offline = b.fixed_offset;
+    }
+  }
+  for (Group& g : groups)
+    if (g.end <= g.start) g.end = g.start + 1;  // an empty lifetime still needs a home
+
+  return out;
+}
+
+std::vector<BufferId> placementOrder(const std::vector<Group>& groups) {
+  // Step 2: offline first in arrival order, then online by size
+  // descending, ties in reverse arrival order.
+  std::vector<BufferId> order;
+  order.reserve(groups.size());
+  for (BufferId g = 0; g < static_cast<BufferId>(groups.size()); ++g)
+    if (groups[g].offline) order.push_back(g);
+  const std::size_t online_from = order.size();
+  for (BufferId g = static_cast<BufferId>(groups.size()) - 1; g >= 0; --g)
+    if (!groups[g].offline) order.push_back(g);
+  std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(online_from), order.end(),
+                   [&](BufferId a, BufferId b) { return groups[a].size > groups[b].size; });
+
+  return order;
+}
+
+// Step 3, online: the first gap among the time-overlapping placed groups
+// `alive` (in TFLM's list order) that holds `want`.
+Offset firstGap(const Group& want, const std::vector<BufferId>& alive, const std::vector<Group>& groups,
+                const std::vector<Offset>& offset, const PoolProblem& problem) {
+  const auto align = [&](Offset o) {
+    const auto a = alignUp(o, want.alignment);
+    if (!a) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+    return *a;
+  };
+  Offset candidate = align(problem.reserved);
+  for (BufferId next : alive) {
+    const Offset at = offset[next];
+    if (at >= candidate && at - candidate >= want.size) break;
+    candidate = align(std::max(candidate, at + groups[next].size));
+  }
+  if (candidate > kMaxBytes || want.size > kMaxBytes - candidate)
+    throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
+  return candidate;
+}
+
+// Step 3: each group in `order` at its pin, or in the first gap among the
+// placed groups alive with it. Adds the lists read to `work`.
+std::vector<Offset> placeGroups(const PoolProblem& problem, const std::vector<Group>& groups,
+                                const std::vector<BufferId>& order, std::uint64_t& work) {
+  // Step 3.
+  std::vector<TimeValue> starts;
+  starts.reserve(groups.size());
+  for (const Group& g : groups) starts.push_back(g.start);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  StabIndex stab(std::move(starts));
+  std::multimap<TimeValue, BufferId> by_start;     // placed groups
+  std::vector<Offset> offset(groups.size(), 0);
+  std::vector<std::uint64_t> placed_at(groups.size(), 0);  // placement sequence
+  std::vector<BufferId> alive;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const BufferId g = order[k];
+    const Group& want = groups[g];
+    if (want.offline) {
+      offset[g] = *want.offline;
+    } else {
+      alive.clear();
+      stab.stab(want.start, alive);
+      for (auto it = by_start.upper_bound(want.start);
+           it != by_start.end() && it->first < want.end; ++it)
+        alive.push_back(it->second);
+      std::sort(alive.begin(), alive.end(), [&](BufferId a, BufferId b) {
+        return std::pair(offset[a], placed_at[a]) < std::pair(offset[b], placed_at[b]);
+      });
+      work += alive.size() + 1;
+      offset[g] = firstGap(want, alive, groups, offset, problem);
+    }
+    placed_at[g] = k;
+    stab.insert(g, want.start, want.end);
+    by_start.emplace(want.start, g);
+  }
+
+  return offset;
+}
+
 class TflmGreedy final : public Algorithm {
  public:
   const AlgorithmInfo& info() const override {
@@ -105,94 +238,12 @@ class TflmGreedy final : public Algorithm {
   }
 
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
-    const std::vector<BufferId> root = detail::inplaceRoots(problem);
     const auto n = static_cast<BufferId>(problem.buffers.size());
-
-    // In-place groups -> one buffer each, in arrival order of their roots.
-    std::vector<BufferId> group_of(n, kNone);
-    std::vector<Group> groups;
-    std::vector<std::string_view> group_name;
-    for (BufferId i = 0; i < n; ++i) {
-      if (root[i] != i) continue;
-      group_of[i] = static_cast<BufferId>(groups.size());
-      groups.emplace_back();
-      group_name.push_back(problem.buffers[i].name);
-    }
-    std::vector<bool> seen(groups.size(), false);
-    for (BufferId i = 0; i < n; ++i) {
-      const Buffer& b = problem.buffers[i];
-      const BufferId g = group_of[root[i]];
-      group_of[i] = g;
-      Group& grp = groups[g];
-      if (!seen[g]) {
-        seen[g] = true;
-        grp.start = b.start;
-        grp.end = b.end;
-      }
-      grp.start = std::min(grp.start, b.start);
-      grp.end = std::max(grp.end, b.end);
-      grp.size = std::max(grp.size, b.size);
-      grp.alignment = std::max<Bytes>({grp.alignment, b.alignment, 1});
-      if (b.fixed_offset) {
-        if (grp.offline && *grp.offline != *b.fixed_offset)
-          throw InputError(fmt::format("pool {}: '{}' shares storage with '{}' but is pinned at {} "
-                                       "instead of {}",
-                                       problem.mem_id, b.name, group_name[g], *b.fixed_offset,
-                                       *grp.offline));
-        if (*b.fixed_offset > kMaxBytes || grp.size > kMaxBytes - *b.fixed_offset)
-          throw PlanError(fmt::format("pool {}: '{}' pinned at {} overflows", problem.mem_id,
-                                      b.name, *b.fixed_offset));
-        grp.offline = b.fixed_offset;
-      }
-    }
-    for (Group& g : groups)
-      if (g.end <= g.start) g.end = g.start + 1;  // an empty lifetime still needs a home
-
-    // Step 2: offline first in arrival order, then online by size
-    // descending, ties in reverse arrival order.
-    std::vector<BufferId> order;
-    order.reserve(groups.size());
-    for (BufferId g = 0; g < static_cast<BufferId>(groups.size()); ++g)
-      if (groups[g].offline) order.push_back(g);
-    const std::size_t online_from = order.size();
-    for (BufferId g = static_cast<BufferId>(groups.size()) - 1; g >= 0; --g)
-      if (!groups[g].offline) order.push_back(g);
-    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(online_from), order.end(),
-                     [&](BufferId a, BufferId b) { return groups[a].size > groups[b].size; });
-
-    // Step 3.
-    std::vector<TimeValue> starts;
-    starts.reserve(groups.size());
-    for (const Group& g : groups) starts.push_back(g.start);
-    std::sort(starts.begin(), starts.end());
-    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    StabIndex stab(std::move(starts));
-    std::multimap<TimeValue, BufferId> by_start;     // placed groups
-    std::vector<Offset> offset(groups.size(), 0);
-    std::vector<std::uint64_t> placed_at(groups.size(), 0);  // placement sequence
-    std::vector<BufferId> alive;
+    const Grouped grouped = groupInPlace(problem);
+    const std::vector<Group>& groups = grouped.groups;
+    const std::vector<BufferId>& group_of = grouped.group_of;
     std::uint64_t work = 0;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const BufferId g = order[k];
-      const Group& want = groups[g];
-      if (want.offline) {
-        offset[g] = *want.offline;
-      } else {
-        alive.clear();
-        stab.stab(want.start, alive);
-        for (auto it = by_start.upper_bound(want.start);
-             it != by_start.end() && it->first < want.end; ++it)
-          alive.push_back(it->second);
-        std::sort(alive.begin(), alive.end(), [&](BufferId a, BufferId b) {
-          return std::pair(offset[a], placed_at[a]) < std::pair(offset[b], placed_at[b]);
-        });
-        work += alive.size() + 1;
-        offset[g] = firstGap(want, alive, groups, offset, problem);
-      }
-      placed_at[g] = k;
-      stab.insert(g, want.start, want.end);
-      by_start.emplace(want.start, g);
-    }
+    const std::vector<Offset> offset = placeGroups(problem, groups, placementOrder(groups), work);
 
     PoolSolution sol;
     sol.algorithm = "tflm_greedy";
@@ -210,28 +261,6 @@ class TflmGreedy final : public Algorithm {
     sol.size = top;
     sol.work = work;
     return sol;
-  }
-
- private:
-  // Step 3, online: the first gap among the time-overlapping placed groups
-  // `alive` (in TFLM's list order) that holds `want`.
-  static Offset firstGap(const Group& want, const std::vector<BufferId>& alive,
-                         const std::vector<Group>& groups, const std::vector<Offset>& offset,
-                         const PoolProblem& problem) {
-    const auto align = [&](Offset o) {
-      const auto a = alignUp(o, want.alignment);
-      if (!a) throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-      return *a;
-    };
-    Offset candidate = align(problem.reserved);
-    for (BufferId next : alive) {
-      const Offset at = offset[next];
-      if (at >= candidate && at - candidate >= want.size) break;
-      candidate = align(std::max(candidate, at + groups[next].size));
-    }
-    if (candidate > kMaxBytes || want.size > kMaxBytes - candidate)
-      throw PlanError(fmt::format("pool {}: size exceeds {} bytes", problem.mem_id, kMaxBytes));
-    return candidate;
   }
 };
 

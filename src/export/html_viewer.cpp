@@ -24,19 +24,10 @@ using viewer::kViewerCss;
 using viewer::kViewerJs;
 using exportutil::sanitizeUtf8;
 
-json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
-  json g = json::object();
-  g["id"] = id;
-  g["name"] = sanitizeUtf8(exportutil::graphLabel(model, gp.graph));
-  const Graph* mg = exportutil::modelGraph(model, gp.graph);
-  g["parent"] = mg ? mg->parent : (id == 0 ? kNone : 0);
-  TimeValue steps = std::max<TimeValue>(gp.specs.steps, 1);
-  for (const Allocation& a : gp.allocations)
-    if (const Spec* s = exportutil::allocSpec(gp, a)) steps = std::max(steps, s->last + 1);
-  g["steps"] = steps;
-
-  // What runs at each step (names only with a model; a model's node list
-  // bounds this, so it cannot blow up on a spec list with huge lifetimes).
+// What runs at each step of graph `gp` (names only with a model; a
+// model's node list bounds this, so it cannot blow up on a spec list with
+// huge lifetimes), its control-flow nodes, and the node that runs it.
+void addSteps(json& g, const GraphPlan& gp, const Graph* mg, TimeValue steps, const Model* model) {
   json step_names = json::array(), step_ops = json::array(), control = json::array();
   if (mg) {
     const TimeValue known = std::min<TimeValue>(
@@ -69,7 +60,10 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
   g["step_names"] = std::move(step_names);
   g["step_ops"] = std::move(step_ops);
   g["control"] = std::move(control);
+}
 
+// The graph's pools by mem_id, each with its live-bytes curve and peak.
+json poolsJson(const GraphPlan& gp) {
   std::vector<PoolInfo> pools = gp.pools;
   std::stable_sort(pools.begin(), pools.end(),
                    [](const PoolInfo& a, const PoolInfo& b) { return a.mem_id < b.mem_id; });
@@ -95,8 +89,10 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
                   {"peak_live", peak.live},
                   {"live", std::move(live)}});
   }
-  g["pools"] = std::move(pj);
+  return pj;
+}
 
+json tensorsJson(const GraphPlan& gp, const Model* model) {
   // Tensors, column-wise. Role codes index Data.roles.
   const exportutil::ProducerOps producers = exportutil::producerOps(model, gp.graph);
   json pool = json::array(), first = json::array(), last = json::array(), offset = json::array(),
@@ -125,12 +121,27 @@ json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
           also += (also.empty() ? "" : ", ") + model->tensors[static_cast<std::size_t>(m)].name;
     aka.push_back(sanitizeUtf8(also));
   }
-  g["tensors"] = {{"pool", std::move(pool)},     {"first", std::move(first)},
-                  {"last", std::move(last)},     {"offset", std::move(offset)},
-                  {"size", std::move(size)},     {"role", std::move(role)},
-                  {"name", std::move(name)},     {"op", std::move(op)},
-                  {"shape", std::move(shape)},   {"dtype", std::move(dtype)},
-                  {"aka", std::move(aka)}};
+  return {{"pool", std::move(pool)},     {"first", std::move(first)},
+          {"last", std::move(last)},     {"offset", std::move(offset)},
+          {"size", std::move(size)},     {"role", std::move(role)},
+          {"name", std::move(name)},     {"op", std::move(op)},
+          {"shape", std::move(shape)},   {"dtype", std::move(dtype)},
+          {"aka", std::move(aka)}};
+}
+
+json graphJson(const GraphPlan& gp, GraphId id, const Model* model) {
+  json g = json::object();
+  g["id"] = id;
+  g["name"] = sanitizeUtf8(exportutil::graphLabel(model, gp.graph));
+  const Graph* mg = exportutil::modelGraph(model, gp.graph);
+  g["parent"] = mg ? mg->parent : (id == 0 ? kNone : 0);
+  TimeValue steps = std::max<TimeValue>(gp.specs.steps, 1);
+  for (const Allocation& a : gp.allocations)
+    if (const Spec* s = exportutil::allocSpec(gp, a)) steps = std::max(steps, s->last + 1);
+  g["steps"] = steps;
+  addSteps(g, gp, mg, steps, model);
+  g["pools"] = poolsJson(gp);
+  g["tensors"] = tensorsJson(gp, model);
   return g;
 }
 

@@ -223,6 +223,110 @@ std::string shortName(const std::string& name, std::size_t max = 48) {
   while (from < clean.size() && (static_cast<unsigned char>(clean[from]) & 0xC0) == 0x80) ++from;
   return clean.substr(0, head) + "..." + clean.substr(from);
 }
+
+// The methods' arenas and state, when the input has several methods.
+void methodsText(std::string& out, const Plan& plan, bool exact) {
+  const std::vector<MethodSummary> methods = methodSummaries(plan);
+  if (methods.empty()) return;
+  out += fmt::format("methods (state shared by fqn, {}):\n",
+                     plan.options.share_mutable_buffers ? "placed as ExecuTorch's share_mutable_buffers does"
+                                                        : "planned once in its own pool");
+  std::vector<std::vector<std::string>> t = {{"method", "pools", "activations", "state"}};
+  for (const MethodSummary& m : methods) {
+    std::string list;
+    for (Bytes b : m.bufsizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
+    t.push_back({shortName(m.name, 32), "[" + list + "]", formatBytes(m.activations, exact),
+                 formatBytes(m.state, exact)});
+  }
+  out += table(t, {false, false, true, true}, "  ");
+  const auto [shared, separate] = methodTotals(methods);
+  out += fmt::format("  total: {} with the methods sharing arenas; {} with activations per method\n",
+                     formatBytes(shared, exact), formatBytes(separate, exact));
+}
+
+// One row per pool.
+void poolSummaryText(std::string& out, const Plan& plan, const Model* model,
+                     const std::vector<ReportPool>& pools, bool exact) {
+  std::vector<std::vector<std::string>> rows = {{"graph", "pool", "device", "arena", "lower bound",
+                                                 "ratio", "optimal", "naive", "saving",
+                                                 "algorithm", "tensors"}};
+  for (const ReportPool& p : pools) {
+    const PoolInfo& i = p.info;
+    rows.push_back({shortName(graphName(plan, model, p.graph), 32), std::to_string(i.mem_id),
+                    sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
+                    formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
+                    exportutil::isOptimal(i) ? "yes" : "no", formatBytes(i.naive_size, exact),
+                    percentText(changePercent(i.size, i.naive_size)),
+                    sanitizeUtf8(i.algorithm.empty() ? "-" : i.algorithm),
+                    std::to_string(i.buffers)});
+  }
+  out += table(rows, {false, true, false, true, true, true, false, true, true, false, true}, "");
+}
+
+// What the search stages gained, when it went past the heuristics.
+void searchStagesText(std::string& out, const PoolInfo& i, bool exact) {
+  if (i.stages.size() <= 1 && i.stopped.empty()) return;
+  auto times = [&](Bytes b) {
+    return i.lower_bound ? fmt::format("{:.4f}x", static_cast<double>(b) /
+                                                      static_cast<double>(i.lower_bound))
+                         : formatBytes(b, exact);
+  };
+  std::string line;
+  for (std::size_t k = 0; k < i.stages.size(); ++k) {
+    const SearchStage& st = i.stages[k];
+    line += fmt::format("{}{} {}", k ? ", " : "", st.stage, times(st.size));
+    if (k > 0 && st.size < i.stages[k - 1].size)
+      line += fmt::format(" (-{})", formatBytes(i.stages[k - 1].size - st.size, exact));
+  }
+  out += fmt::format("  search: {}\n", line.empty() ? "-" : line);
+  if (!i.stopped.empty())
+    out += fmt::format("  stopped ({}): the best plan found until then\n", i.stopped);
+}
+
+// The tensors live at a pool's peak.
+void peakTensorsText(std::string& out, const ReportPool& p, const Model* model, bool exact) {
+  const bool shapes = model != nullptr;
+  std::vector<std::vector<std::string>> t;
+  if (shapes) t.push_back({"tensor", "op", "shape", "dtype", "bytes", "offset", "lifetime"});
+  else t.push_back({"tensor", "bytes", "offset", "lifetime"});
+  for (const ReportTensor& r : p.top) {
+    std::vector<std::string> row = {shortName(r.name)};
+    if (shapes) {
+      row.push_back(sanitizeUtf8(r.op));
+      row.push_back(r.shape.empty() ? "-" : r.shape);
+      row.push_back(r.dtype.empty() ? "-" : r.dtype);
+    }
+    row.push_back(formatBytes(r.bytes, exact));
+    row.push_back(std::to_string(r.offset));
+    row.push_back(fmt::format("{}..{}", r.first, r.last));
+    t.push_back(std::move(row));
+  }
+  out += table(t, shapes ? std::vector<bool>{false, false, false, false, true, true, false}
+                         : std::vector<bool>{false, true, true, false},
+               "    ");
+}
+
+// Per pool: the saving in words, the peak, the tensors that make it.
+void poolDetailText(std::string& out, const Plan& plan, const Model* model, const ReportPool& p,
+                    bool exact) {
+  const PoolInfo& i = p.info;
+  out += fmt::format("\n{} pool {}: {}\n", shortName(graphName(plan, model, p.graph), 32),
+                     i.mem_id, formatSaving(i.size, i.naive_size, exact));
+  std::string where;
+  if (!p.peak_node.empty() || !p.peak_op.empty())
+    where = fmt::format(" ({}{})", shortName(p.peak_node),
+                        p.peak_op.empty() || p.peak_op == p.peak_node
+                            ? std::string()
+                            : " " + sanitizeUtf8(p.peak_op));
+  searchStagesText(out, i, exact);
+  out += fmt::format("  peak at step {}{}: {} live", p.peak_step, where,
+                     formatBytes(p.peak_live, exact));
+  if (i.reserved > 0)
+    out += fmt::format(" + {} reserved for control-flow bodies", formatBytes(i.reserved, exact));
+  out += '\n';
+  if (!p.top.empty()) peakTensorsText(out, p, model, exact);
+}
+
 }  // namespace
 
 std::string formatReport(const Plan& plan, const Model* model, const ReportOptions& options) {
@@ -242,95 +346,10 @@ std::string formatReport(const Plan& plan, const Model* model, const ReportOptio
                        count, count == 1 ? "" : "s", names);
   }
   if (pools.empty()) return out + "no planned tensors\n";
-  if (const std::vector<MethodSummary> methods = methodSummaries(plan); !methods.empty()) {
-    out += fmt::format("methods (state shared by fqn, {}):\n",
-                       plan.options.share_mutable_buffers ? "placed as ExecuTorch's share_mutable_buffers does"
-                             : "planned once in its own pool");
-    std::vector<std::vector<std::string>> t = {{"method", "pools", "activations", "state"}};
-    for (const MethodSummary& m : methods) {
-      std::string list;
-      for (Bytes b : m.bufsizes) list += (list.empty() ? "" : ", ") + std::to_string(b);
-      t.push_back({shortName(m.name, 32), "[" + list + "]", formatBytes(m.activations, exact),
-                   formatBytes(m.state, exact)});
-    }
-    out += table(t, {false, false, true, true}, "  ");
-    const auto [shared, separate] = methodTotals(methods);
-    out += fmt::format("  total: {} with the methods sharing arenas; {} with activations per method\n",
-                       formatBytes(shared, exact), formatBytes(separate, exact));
-  }
-
-  // Summary table: one row per pool.
-  std::vector<std::vector<std::string>> rows = {{"graph", "pool", "device", "arena", "lower bound",
-                                                 "ratio", "optimal", "naive", "saving",
-                                                 "algorithm", "tensors"}};
-  for (const ReportPool& p : pools) {
-    const PoolInfo& i = p.info;
-    rows.push_back({shortName(graphName(plan, model, p.graph), 32), std::to_string(i.mem_id),
-                    sanitizeUtf8(i.device.str()), formatBytes(i.size, exact),
-                    formatBytes(i.lower_bound, exact), ratioText(i.size, i.lower_bound),
-                    exportutil::isOptimal(i) ? "yes" : "no", formatBytes(i.naive_size, exact),
-                    percentText(changePercent(i.size, i.naive_size)),
-                    sanitizeUtf8(i.algorithm.empty() ? "-" : i.algorithm),
-                    std::to_string(i.buffers)});
-  }
-  out += table(rows, {false, true, false, true, true, true, false, true, true, false, true}, "");
+  methodsText(out, plan, exact);
+  poolSummaryText(out, plan, model, pools, exact);
   out += exportutil::orderReportText(plan, model, exact);
-
-  // Per pool: the saving in words, the peak, the tensors that make it.
-  for (const ReportPool& p : pools) {
-    const PoolInfo& i = p.info;
-    out += fmt::format("\n{} pool {}: {}\n", shortName(graphName(plan, model, p.graph), 32),
-                       i.mem_id, formatSaving(i.size, i.naive_size, exact));
-    std::string where;
-    if (!p.peak_node.empty() || !p.peak_op.empty())
-      where = fmt::format(" ({}{})", shortName(p.peak_node),
-                          p.peak_op.empty() || p.peak_op == p.peak_node
-                              ? std::string()
-                              : " " + sanitizeUtf8(p.peak_op));
-    // What the search stages gained, when it went past the heuristics.
-    if (i.stages.size() > 1 || !i.stopped.empty()) {
-      auto times = [&](Bytes b) {
-        return i.lower_bound ? fmt::format("{:.4f}x", static_cast<double>(b) /
-                                                          static_cast<double>(i.lower_bound))
-                             : formatBytes(b, exact);
-      };
-      std::string line;
-      for (std::size_t k = 0; k < i.stages.size(); ++k) {
-        const SearchStage& st = i.stages[k];
-        line += fmt::format("{}{} {}", k ? ", " : "", st.stage, times(st.size));
-        if (k > 0 && st.size < i.stages[k - 1].size)
-          line += fmt::format(" (-{})", formatBytes(i.stages[k - 1].size - st.size, exact));
-      }
-      out += fmt::format("  search: {}\n", line.empty() ? "-" : line);
-      if (!i.stopped.empty())
-        out += fmt::format("  stopped ({}): the best plan found until then\n", i.stopped);
-    }
-    out += fmt::format("  peak at step {}{}: {} live", p.peak_step, where,
-                       formatBytes(p.peak_live, exact));
-    if (i.reserved > 0)
-      out += fmt::format(" + {} reserved for control-flow bodies", formatBytes(i.reserved, exact));
-    out += '\n';
-    if (p.top.empty()) continue;
-    const bool shapes = model != nullptr;
-    std::vector<std::vector<std::string>> t;
-    if (shapes) t.push_back({"tensor", "op", "shape", "dtype", "bytes", "offset", "lifetime"});
-    else t.push_back({"tensor", "bytes", "offset", "lifetime"});
-    for (const ReportTensor& r : p.top) {
-      std::vector<std::string> row = {shortName(r.name)};
-      if (shapes) {
-        row.push_back(sanitizeUtf8(r.op));
-        row.push_back(r.shape.empty() ? "-" : r.shape);
-        row.push_back(r.dtype.empty() ? "-" : r.dtype);
-      }
-      row.push_back(formatBytes(r.bytes, exact));
-      row.push_back(std::to_string(r.offset));
-      row.push_back(fmt::format("{}..{}", r.first, r.last));
-      t.push_back(std::move(row));
-    }
-    out += table(t, shapes ? std::vector<bool>{false, false, false, false, true, true, false}
-                           : std::vector<bool>{false, true, true, false},
-                 "    ");
-  }
+  for (const ReportPool& p : pools) poolDetailText(out, plan, model, p, exact);
   return out;
 }
 

@@ -422,6 +422,196 @@ void checkOriginalKept(std::string_view original, std::string_view written, cons
   }
 }
 
+// What the rewrite keeps of the original Model (absolute positions in it).
+struct OriginalFields {
+  std::size_t old_target[kModelFields] = {};  // by field id; 0: absent
+  bool has_version = false;
+  std::uint32_t version = 0;
+  std::vector<std::size_t> buffer_tables;
+  std::vector<std::size_t> kept_metadata;  // entries other than the plan
+  std::size_t plan_buffer = 0;             // the buffer the plan goes to
+};
+
+// The original Model's fields, buffers and metadata; fails on fields newer
+// than memplan knows.
+OriginalFields readOriginalFields(Original& in, const std::uint8_t* data, std::size_t fb_size) {
+  OriginalFields m;
+  const fb::Table* model = in.root();
+  if (in.declaredFields(model) > kModelFields)
+    for (int id = kModelFields; id < in.declaredFields(model); ++id)
+      if (model->GetOptionalFieldOffset(field(id)) != 0)
+        in.fail(in.pos(model), fmt::format("Model field {} is newer than memplan knows; the file "
+                                           "cannot be rewritten safely",
+                                           id));
+  static constexpr const char* kNames[kModelFields] = {
+      "version", "operator_codes", "subgraphs", "description",
+      "buffers", "metadata_buffer", "metadata", "signature_defs"};
+  for (int id = 1; id < kModelFields; ++id) m.old_target[id] = in.target(model, id, kNames[id]);
+  m.has_version = model->GetOptionalFieldOffset(field(kVersion)) != 0;
+  m.version = in.scalar<std::uint32_t>(model, kVersion, 0, "version");
+
+  if (const auto* bufs = in.tables(model, kBuffers, "buffers"))
+    for (fb::uoffset_t i = 0; i < bufs->size(); ++i)
+      m.buffer_tables.push_back(in.element(bufs, i, "buffer"));
+
+  // Buffers referred to by anything but an old plan.
+  std::vector<bool> used(m.buffer_tables.size(), false);
+  const auto use = [&](std::uint32_t b) {
+    if (b < used.size()) used[b] = true;
+  };
+  if (const auto* sgs = in.tables(model, kSubgraphs, "subgraphs"))
+    for (fb::uoffset_t s = 0; s < sgs->size(); ++s) {
+      const fb::Table* sg = in.at(in.element(sgs, s, "subgraph"));
+      if (const auto* tensors = in.tables(sg, kSubgraphTensors, "tensors"))
+        for (fb::uoffset_t t = 0; t < tensors->size(); ++t)
+          use(in.scalar<std::uint32_t>(in.at(in.element(tensors, t, "tensor")), kTensorBuffer, 0,
+                                       "buffer"));
+    }
+  if (m.old_target[kMetadataBufferList]) {
+    const auto* list =
+        reinterpret_cast<const fb::Vector<std::int32_t>*>(data + m.old_target[kMetadataBufferList]);
+    fb::Verifier v(data, fb_size);
+    if (!v.VerifyVector(list)) in.fail(m.old_target[kMetadataBufferList], "metadata_buffer does not verify");
+    for (std::int32_t b : *list)
+      if (b >= 0) use(static_cast<std::uint32_t>(b));
+  }
+  std::optional<std::uint32_t> old_plan_buffer;
+  if (const auto* meta = in.tables(model, kMetadata, "metadata"))
+    for (fb::uoffset_t i = 0; i < meta->size(); ++i) {
+      const std::size_t p = in.element(meta, i, "metadata");
+      const fb::Table* t = in.at(p);
+      const auto buffer = in.scalar<std::uint32_t>(t, kMetadataBuffer, 0, "buffer");
+      if (in.string(t, kMetadataName, "name") == kPlanName) {
+        old_plan_buffer = buffer;
+      } else {
+        m.kept_metadata.push_back(p);
+        use(buffer);
+      }
+    }
+  m.plan_buffer = m.buffer_tables.size();
+  if (old_plan_buffer && *old_plan_buffer < m.buffer_tables.size() && !used[*old_plan_buffer])
+    m.plan_buffer = *old_plan_buffer;
+  return m;
+}
+
+// The subgraph count the plan's header records.
+std::int32_t subgraphCount(const OriginalFields& m, const std::uint8_t* data) {
+  return static_cast<std::int32_t>(
+      m.old_target[kSubgraphs] ? fb::ReadScalar<fb::uoffset_t>(data + m.old_target[kSubgraphs]) : 0);
+}
+
+// A plan replacing one of the same length (the same model planned again)
+// is written over the old plan's bytes: the file does not grow. nullopt
+// when the old plan cannot be overwritten so.
+std::optional<std::string> overwriteOldPlan(std::string_view bytes, Original& in,
+                                            const std::uint8_t* data, std::size_t fb_size,
+                                            const OriginalFields& m,
+                                            const std::vector<std::int32_t>& offsets) {
+  const fb::Table* model = in.root();
+  const std::size_t plan_bytes = 12 + 4 * offsets.size();
+  if (m.plan_buffer < m.buffer_tables.size()) {
+    const fb::Table* t = in.at(m.buffer_tables[m.plan_buffer]);
+    const std::size_t vec = in.target(t, 0, "data");
+    const auto external = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
+    if (vec != 0 && external <= 1 && vec + 4 + plan_bytes <= fb_size &&
+        fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes &&
+        planBytesExclusive(in, data, fb_size, model, m.old_target, m.buffer_tables[m.plan_buffer],
+                           ByteRange{vec, vec + 4 + plan_bytes})) {
+      std::string out(bytes);
+      std::size_t at = vec + 4;
+      const auto put = [&](std::int32_t v) {
+        const std::int32_t le = fb::EndianScalar(v);
+        std::memcpy(out.data() + at, &le, 4);
+        at += 4;
+      };
+      put(kPlanVersion);
+      put(subgraphCount(m, data));
+      put(static_cast<std::int32_t>(offsets.size()));
+      for (std::int32_t o : offsets) put(o);
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+// A new head (the Model table, the buffer and metadata vectors, the plan)
+// followed by the original, whose buffers stored outside the flatbuffer
+// have their offsets moved.
+std::string writeWithNewHead(std::string_view bytes, Original& in, const std::uint8_t* data,
+                             OriginalFields m, const std::vector<std::int32_t>& offsets) {
+  const bool empty_first = m.buffer_tables.empty();  // a model without buffers gets buffer 0 empty
+  if (empty_first) m.plan_buffer = 1;
+
+  // The head. Model table first: everything it points to comes after.
+  Head h;
+  h.reserve(4);
+  h.appendBytes("TFL3", 4);
+  std::vector<bool> present(kModelFields, false);
+  present[kVersion] = m.has_version;
+  for (int id = 1; id < kModelFields; ++id) present[id] = m.old_target[id] != 0;
+  present[kBuffers] = present[kMetadata] = true;
+  const std::size_t table = h.table(present);
+  h.link(0, table);
+  const auto slot = [&](int id) { return table + 4 + 4 * static_cast<std::size_t>(id); };
+  if (m.has_version) h.put<std::uint32_t>(slot(kVersion), m.version);
+
+  const std::size_t buffer_count = std::max(m.buffer_tables.size(), m.plan_buffer + 1);
+  h.pad(4);
+  const std::size_t buffers_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(buffer_count));
+  const std::size_t buffers_slots = h.reserve(4 * buffer_count);
+  const std::size_t metadata_vec =
+      h.append<std::uint32_t>(static_cast<std::uint32_t>(m.kept_metadata.size() + 1));
+  const std::size_t metadata_slots = h.reserve(4 * (m.kept_metadata.size() + 1));
+  h.link(slot(kBuffers), buffers_vec);
+  h.link(slot(kMetadata), metadata_vec);
+
+  const std::size_t plan_table = h.table({true});             // Buffer {data}
+  std::size_t empty_table = 0;
+  if (empty_first) empty_table = h.table({false});            // Buffer {}
+  const std::size_t entry_table = h.table({true, true});      // Metadata {name, buffer}
+  h.put<std::uint32_t>(entry_table + 8, static_cast<std::uint32_t>(m.plan_buffer));
+  h.pad(4);
+  const std::size_t name = h.append<std::uint32_t>(static_cast<std::uint32_t>(kPlanName.size()));
+  h.appendBytes(kPlanName.data(), kPlanName.size());
+  h.append<std::uint8_t>(0);
+  h.link(entry_table + 4, name);
+  h.padAhead(4, 16);
+  const std::size_t plan_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(12 + 4 * offsets.size()));
+  h.append<std::int32_t>(kPlanVersion);
+  h.append<std::int32_t>(subgraphCount(m, data));
+  h.append<std::int32_t>(static_cast<std::int32_t>(offsets.size()));
+  for (std::int32_t o : offsets) h.append<std::int32_t>(o);
+  h.link(plan_table + 4, plan_vec);
+  h.pad(kHeadAlignment);
+  const std::size_t shift = h.size();
+
+  // Links into the original, now `shift` bytes further.
+  for (int id = 1; id < kModelFields; ++id)
+    if (m.old_target[id] && id != kBuffers && id != kMetadata) h.link(slot(id), shift + m.old_target[id]);
+  for (std::size_t k = 0; k < buffer_count; ++k) {
+    const std::size_t target = k == m.plan_buffer         ? plan_table
+                               : empty_first && k == 0 ? empty_table
+                                                       : shift + m.buffer_tables[k];
+    h.link(buffers_slots + 4 * k, target);
+  }
+  for (std::size_t k = 0; k < m.kept_metadata.size(); ++k)
+    h.link(metadata_slots + 4 * k, shift + m.kept_metadata[k]);
+  h.link(metadata_slots + 4 * m.kept_metadata.size(), entry_table);
+
+  // The original, with external buffer offsets moved.
+  std::string out = h.take();
+  const std::size_t base = out.size();
+  out.append(bytes.data(), bytes.size());
+  for (std::size_t p : m.buffer_tables) {
+    const fb::Table* t = in.at(p);
+    const auto offset = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
+    if (offset <= 1) continue;  // 0/1: data inline or none
+    const std::uint64_t moved = fb::EndianScalar(offset + shift);
+    std::memcpy(out.data() + base + p + t->GetOptionalFieldOffset(field(kBufferOffset)), &moved, 8);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& source_name,
@@ -435,169 +625,14 @@ std::string writeTfliteOfflinePlan(std::string_view bytes, const std::string& so
   const auto* data = reinterpret_cast<const std::uint8_t*>(aligned.data());
   const std::size_t fb_size = std::min<std::size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
   Original in(data, fb_size, source_name);
-
-  // 1. The original Model.
-  const fb::Table* model = in.root();
-  if (in.declaredFields(model) > kModelFields)
-    for (int id = kModelFields; id < in.declaredFields(model); ++id)
-      if (model->GetOptionalFieldOffset(field(id)) != 0)
-        in.fail(in.pos(model), fmt::format("Model field {} is newer than memplan knows; the file "
-                                           "cannot be rewritten safely",
-                                           id));
-  std::size_t old_target[kModelFields] = {};
-  static constexpr const char* kNames[kModelFields] = {
-      "version", "operator_codes", "subgraphs", "description",
-      "buffers", "metadata_buffer", "metadata", "signature_defs"};
-  for (int id = 1; id < kModelFields; ++id) old_target[id] = in.target(model, id, kNames[id]);
-  const bool has_version = model->GetOptionalFieldOffset(field(kVersion)) != 0;
-  const auto version = in.scalar<std::uint32_t>(model, kVersion, 0, "version");
-
-  std::vector<std::size_t> buffer_tables;  // absolute positions
-  if (const auto* bufs = in.tables(model, kBuffers, "buffers"))
-    for (fb::uoffset_t i = 0; i < bufs->size(); ++i) buffer_tables.push_back(in.element(bufs, i, "buffer"));
-
-  // Buffers referred to by anything but an old plan.
-  std::vector<bool> used(buffer_tables.size(), false);
-  const auto use = [&](std::uint32_t b) {
-    if (b < used.size()) used[b] = true;
-  };
-  if (const auto* sgs = in.tables(model, kSubgraphs, "subgraphs"))
-    for (fb::uoffset_t s = 0; s < sgs->size(); ++s) {
-      const fb::Table* sg = in.at(in.element(sgs, s, "subgraph"));
-      if (const auto* tensors = in.tables(sg, kSubgraphTensors, "tensors"))
-        for (fb::uoffset_t t = 0; t < tensors->size(); ++t)
-          use(in.scalar<std::uint32_t>(in.at(in.element(tensors, t, "tensor")), kTensorBuffer, 0,
-                                       "buffer"));
-    }
-  if (old_target[kMetadataBufferList]) {
-    const auto* list = reinterpret_cast<const fb::Vector<std::int32_t>*>(data + old_target[kMetadataBufferList]);
-    fb::Verifier v(data, fb_size);
-    if (!v.VerifyVector(list)) in.fail(old_target[kMetadataBufferList], "metadata_buffer does not verify");
-    for (std::int32_t b : *list)
-      if (b >= 0) use(static_cast<std::uint32_t>(b));
-  }
-  std::vector<std::size_t> kept_metadata;  // absolute positions of entries kept
-  std::optional<std::uint32_t> old_plan_buffer;
-  if (const auto* meta = in.tables(model, kMetadata, "metadata"))
-    for (fb::uoffset_t i = 0; i < meta->size(); ++i) {
-      const std::size_t p = in.element(meta, i, "metadata");
-      const fb::Table* t = in.at(p);
-      const auto buffer = in.scalar<std::uint32_t>(t, kMetadataBuffer, 0, "buffer");
-      if (in.string(t, kMetadataName, "name") == kPlanName) {
-        old_plan_buffer = buffer;
-      } else {
-        kept_metadata.push_back(p);
-        use(buffer);
-      }
-    }
-  std::size_t plan_buffer = buffer_tables.size();
-  if (old_plan_buffer && *old_plan_buffer < buffer_tables.size() && !used[*old_plan_buffer])
-    plan_buffer = *old_plan_buffer;
-
-  // A plan replacing one of the same length (the same model planned again)
-  // is written over the old plan's bytes: the file does not grow.
-  const std::size_t plan_bytes = 12 + 4 * offsets.size();
-  if (plan_buffer < buffer_tables.size()) {
-    const fb::Table* t = in.at(buffer_tables[plan_buffer]);
-    const std::size_t vec = in.target(t, 0, "data");
-    const auto external = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
-    if (vec != 0 && external <= 1 && vec + 4 + plan_bytes <= fb_size &&
-        fb::ReadScalar<fb::uoffset_t>(data + vec) == plan_bytes &&
-        planBytesExclusive(in, data, fb_size, model, old_target, buffer_tables[plan_buffer],
-                           ByteRange{vec, vec + 4 + plan_bytes})) {
-      std::string out(bytes);
-      std::size_t at = vec + 4;
-      const auto put = [&](std::int32_t v) {
-        const std::int32_t le = fb::EndianScalar(v);
-        std::memcpy(out.data() + at, &le, 4);
-        at += 4;
-      };
-      put(kPlanVersion);
-      put(static_cast<std::int32_t>(
-          old_target[kSubgraphs] ? fb::ReadScalar<fb::uoffset_t>(data + old_target[kSubgraphs]) : 0));
-      put(static_cast<std::int32_t>(offsets.size()));
-      for (std::int32_t o : offsets) put(o);
-      importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
-      checkTfliteRewrite(bytes, out, source_name, offsets);
-      return out;
-    }
-  }
-  const bool empty_first = buffer_tables.empty();  // a model without buffers gets buffer 0 empty
-  if (empty_first) plan_buffer = 1;
-
-  // 2. The head. Model table first: everything it points to comes after.
-  Head h;
-  h.reserve(4);
-  h.appendBytes("TFL3", 4);
-  std::vector<bool> present(kModelFields, false);
-  present[kVersion] = has_version;
-  for (int id = 1; id < kModelFields; ++id) present[id] = old_target[id] != 0;
-  present[kBuffers] = present[kMetadata] = true;
-  const std::size_t table = h.table(present);
-  h.link(0, table);
-  const auto slot = [&](int id) { return table + 4 + 4 * static_cast<std::size_t>(id); };
-  if (has_version) h.put<std::uint32_t>(slot(kVersion), version);
-
-  const std::size_t buffer_count = std::max(buffer_tables.size(), plan_buffer + 1);
-  h.pad(4);
-  const std::size_t buffers_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(buffer_count));
-  const std::size_t buffers_slots = h.reserve(4 * buffer_count);
-  const std::size_t metadata_vec =
-      h.append<std::uint32_t>(static_cast<std::uint32_t>(kept_metadata.size() + 1));
-  const std::size_t metadata_slots = h.reserve(4 * (kept_metadata.size() + 1));
-  h.link(slot(kBuffers), buffers_vec);
-  h.link(slot(kMetadata), metadata_vec);
-
-  const std::size_t plan_table = h.table({true});             // Buffer {data}
-  std::size_t empty_table = 0;
-  if (empty_first) empty_table = h.table({false});            // Buffer {}
-  const std::size_t entry_table = h.table({true, true});      // Metadata {name, buffer}
-  h.put<std::uint32_t>(entry_table + 8, static_cast<std::uint32_t>(plan_buffer));
-  h.pad(4);
-  const std::size_t name = h.append<std::uint32_t>(static_cast<std::uint32_t>(kPlanName.size()));
-  h.appendBytes(kPlanName.data(), kPlanName.size());
-  h.append<std::uint8_t>(0);
-  h.link(entry_table + 4, name);
-  h.padAhead(4, 16);
-  const std::size_t plan_vec = h.append<std::uint32_t>(static_cast<std::uint32_t>(12 + 4 * offsets.size()));
-  h.append<std::int32_t>(kPlanVersion);
-  h.append<std::int32_t>(static_cast<std::int32_t>(
-      old_target[kSubgraphs] ? fb::ReadScalar<fb::uoffset_t>(data + old_target[kSubgraphs]) : 0));
-  h.append<std::int32_t>(static_cast<std::int32_t>(offsets.size()));
-  for (std::int32_t o : offsets) h.append<std::int32_t>(o);
-  h.link(plan_table + 4, plan_vec);
-  h.pad(kHeadAlignment);
-  const std::size_t shift = h.size();
-
-  // Links into the original, now `shift` bytes further.
-  for (int id = 1; id < kModelFields; ++id)
-    if (old_target[id] && id != kBuffers && id != kMetadata) h.link(slot(id), shift + old_target[id]);
-  for (std::size_t k = 0; k < buffer_count; ++k) {
-    const std::size_t target = k == plan_buffer         ? plan_table
-                               : empty_first && k == 0 ? empty_table
-                                                       : shift + buffer_tables[k];
-    h.link(buffers_slots + 4 * k, target);
-  }
-  for (std::size_t k = 0; k < kept_metadata.size(); ++k)
-    h.link(metadata_slots + 4 * k, shift + kept_metadata[k]);
-  h.link(metadata_slots + 4 * kept_metadata.size(), entry_table);
-
-  // 3. The original, with external buffer offsets moved.
-  std::string out = h.take();
-  const std::size_t base = out.size();
-  out.append(bytes.data(), bytes.size());
-  for (std::size_t p : buffer_tables) {
-    const fb::Table* t = in.at(p);
-    const auto offset = in.scalar<std::uint64_t>(t, kBufferOffset, 0, "offset");
-    if (offset <= 1) continue;  // 0/1: data inline or none
-    const std::uint64_t moved = fb::EndianScalar(offset + shift);
-    std::memcpy(out.data() + base + p + t->GetOptionalFieldOffset(field(kBufferOffset)), &moved, 8);
-  }
+  const OriginalFields fields = readOriginalFields(in, data, fb_size);
+  std::optional<std::string> out = overwriteOldPlan(bytes, in, data, fb_size, fields, offsets);
+  if (!out) out = writeWithNewHead(bytes, in, data, fields, offsets);
   // What was written reads back (the importer verifies every part it reads)
   // and differs from the original in its plan alone.
-  importTflite(out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
-  checkTfliteRewrite(bytes, out, source_name, offsets);
-  return out;
+  importTflite(*out, source_name + " (rewritten)", ImportOptions{.unknown_size_bytes = 1});
+  checkTfliteRewrite(bytes, *out, source_name, offsets);
+  return std::move(*out);
 }
 
 void checkTfliteRewrite(std::string_view original, std::string_view written, const std::string& source_name,

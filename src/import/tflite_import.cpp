@@ -226,6 +226,78 @@ struct RawSubgraph {
   std::vector<std::size_t> op_pos;  // byte position of each operator table
 };
 
+// TFLite Micro's offline plan (metadata "OfflineMemoryAllocation"), when
+// the model carries one: the offsets it gives become the pins of the
+// tensors TFLM places in its arena.
+void readOfflinePlan(TfliteReader& reader, const fb::Table* model, const TableVector* buffers,
+                     std::size_t all_tensors, const std::vector<std::size_t>& file_base,
+                     const std::vector<bool>& loaded, std::vector<RawSubgraph>& raw) {
+  const auto* metadata = reader.vector<fb::uoffset_t>(model, kModelMetadata, Where{}, "metadata");
+  if (!metadata) return;
+  const fb::Table* entry = nullptr;
+  Where w;
+  for (fb::uoffset_t i = 0; i < metadata->size(); ++i) {
+    const Where here{"metadata", static_cast<std::int64_t>(i)};
+    const fb::Table* t = reader.tableAt(metadata, i, here);
+    const fb::String* name = reader.string(t, metadata_f::kName, here, "name");
+    if (name && name->string_view() == kOfflinePlanName) {
+      entry = t;
+      w = here;
+    }
+  }
+  if (!entry) return;
+  const auto buffer = reader.scalar<std::uint32_t>(entry, metadata_f::kBuffer, 0, w, "buffer");
+  if (!buffers || buffer >= buffers->size())
+    reader.fail(entry, w,
+            fmt::format("{}: buffer index {} out of range ({} buffers)", kOfflinePlanName, buffer,
+                        buffers ? buffers->size() : 0));
+  const Where bw{"buffer", static_cast<std::int64_t>(buffer)};
+  const fb::Table* b = reader.tableAt(buffers, buffer, bw);
+  const auto* data = reader.vector<std::uint8_t>(b, buffer_f::kData, bw, "data");
+  const std::size_t size = data ? data->size() : 0;
+  if (size < 12)
+    reader.fail(entry, w,
+            fmt::format("{}: buffer {} holds {} bytes, fewer than its 12-byte header (version, "
+                        "subgraphs, count){}",
+                        kOfflinePlanName, buffer, size,
+                        size == 0 ? " (data stored outside the flatbuffer is not read by TFLite "
+                                    "Micro either)"
+                                  : ""));
+  const auto word = [&](std::size_t k) {
+    std::int32_t v;
+    std::memcpy(&v, data->Data() + 4 * k, 4);
+    return flatbuffers::EndianScalar(v);
+  };
+  const auto count = static_cast<std::uint32_t>(word(2));
+  if (count != all_tensors)
+    reader.fail(entry, w,
+            fmt::format("{}: {} offsets for {} tensors (one per tensor of every subgraph, "
+                        "concatenated in file order)",
+                        kOfflinePlanName, count, all_tensors));
+  if ((size - 12) / 4 < count)
+    reader.fail(entry, w,
+            fmt::format("{}: buffer {} holds {} bytes, {} offsets need {}", kOfflinePlanName,
+                        buffer, size, count, 12 + 4 * std::size_t{count}));
+  for (std::size_t s = 0; s < raw.size(); ++s) {
+    if (!loaded[s]) continue;
+    for (std::size_t i = 0; i < raw[s].tensors.size(); ++i) {
+      const std::int32_t v = word(3 + file_base[s] + i);
+      if (v == -1) continue;
+      Tensor& x = raw[s].tensors[i];
+      if (v < 0)
+        reader.fail(entry, w,
+                fmt::format("{}: subgraph {} tensor {} ('{}'): offset {} is neither -1 (planned "
+                            "at run time) nor a byte offset",
+                            kOfflinePlanName, s, i, x.name, v));
+      // TFLM places only these tensors in its arena; it ignores the
+      // offsets of the others.
+      if (x.kind != TensorKind::Activation || x.dynamic_unbound || x.nbytes == 0) continue;
+      x.mem_id = 1;  // TFLM's one arena
+      x.offset = static_cast<Offset>(v);
+    }
+  }
+}
+
 class TfliteImporter {
  public:
   TfliteImporter(TfliteReader& r, const std::string& source, const ImportOptions& options)
@@ -249,7 +321,8 @@ class TfliteImporter {
           fmt::format("{} subgraphs exceed the limit of {}", subgraphs_->size(), kMaxSubgraphs));
     loadReachable();
     countAllTensors();
-    if (!options_.ignore_offline_plan) readOfflinePlan(model);
+    if (!options_.ignore_offline_plan)
+      readOfflinePlan(r_, model, buffers_, total_all_, file_base_, loaded_, raw_);
     return assemble();
   }
 
@@ -370,73 +443,6 @@ class TfliteImporter {
       total += count;
     }
     total_all_ = total;
-  }
-
-  void readOfflinePlan(const fb::Table* model) {
-    const auto* metadata = r_.vector<fb::uoffset_t>(model, kModelMetadata, Where{}, "metadata");
-    if (!metadata) return;
-    const fb::Table* entry = nullptr;
-    Where w;
-    for (fb::uoffset_t i = 0; i < metadata->size(); ++i) {
-      const Where here{"metadata", static_cast<std::int64_t>(i)};
-      const fb::Table* t = r_.tableAt(metadata, i, here);
-      const fb::String* name = r_.string(t, metadata_f::kName, here, "name");
-      if (name && name->string_view() == kOfflinePlanName) {
-        entry = t;
-        w = here;
-      }
-    }
-    if (!entry) return;
-    const auto buffer = r_.scalar<std::uint32_t>(entry, metadata_f::kBuffer, 0, w, "buffer");
-    if (!buffers_ || buffer >= buffers_->size())
-      r_.fail(entry, w,
-              fmt::format("{}: buffer index {} out of range ({} buffers)", kOfflinePlanName, buffer,
-                          buffers_ ? buffers_->size() : 0));
-    const Where bw{"buffer", static_cast<std::int64_t>(buffer)};
-    const fb::Table* b = r_.tableAt(buffers_, buffer, bw);
-    const auto* data = r_.vector<std::uint8_t>(b, buffer_f::kData, bw, "data");
-    const std::size_t size = data ? data->size() : 0;
-    if (size < 12)
-      r_.fail(entry, w,
-              fmt::format("{}: buffer {} holds {} bytes, fewer than its 12-byte header (version, "
-                          "subgraphs, count){}",
-                          kOfflinePlanName, buffer, size,
-                          size == 0 ? " (data stored outside the flatbuffer is not read by TFLite "
-                                      "Micro either)"
-                                    : ""));
-    const auto word = [&](std::size_t k) {
-      std::int32_t v;
-      std::memcpy(&v, data->Data() + 4 * k, 4);
-      return flatbuffers::EndianScalar(v);
-    };
-    const auto count = static_cast<std::uint32_t>(word(2));
-    if (count != total_all_)
-      r_.fail(entry, w,
-              fmt::format("{}: {} offsets for {} tensors (one per tensor of every subgraph, "
-                          "concatenated in file order)",
-                          kOfflinePlanName, count, total_all_));
-    if ((size - 12) / 4 < count)
-      r_.fail(entry, w,
-              fmt::format("{}: buffer {} holds {} bytes, {} offsets need {}", kOfflinePlanName,
-                          buffer, size, count, 12 + 4 * std::size_t{count}));
-    for (std::size_t s = 0; s < raw_.size(); ++s) {
-      if (!loaded_[s]) continue;
-      for (std::size_t i = 0; i < raw_[s].tensors.size(); ++i) {
-        const std::int32_t v = word(3 + file_base_[s] + i);
-        if (v == -1) continue;
-        Tensor& x = raw_[s].tensors[i];
-        if (v < 0)
-          r_.fail(entry, w,
-                  fmt::format("{}: subgraph {} tensor {} ('{}'): offset {} is neither -1 (planned "
-                              "at run time) nor a byte offset",
-                              kOfflinePlanName, s, i, x.name, v));
-        // TFLM places only these tensors in its arena; it ignores the
-        // offsets of the others.
-        if (x.kind != TensorKind::Activation || x.dynamic_unbound || x.nbytes == 0) continue;
-        x.mem_id = 1;  // TFLM's one arena
-        x.offset = static_cast<Offset>(v);
-      }
-    }
   }
 
   // Iterative depth-first search; a back edge is a subgraph that (directly

@@ -86,31 +86,59 @@ void addGaps(const Model& m, const Graph& graph, GraphSpecs& result,
 
 }  // namespace
 
-GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
-  const Graph& graph = m.graphs.at(g);
-  GraphSpecs result;
-  result.graph = g;
-  // Tables here hold this graph's tensors only, never one entry per tensor
-  // of the model: collectSpecs runs once per graph.
-  std::unordered_map<TensorId, SpecId> spec_of;
-  const auto specFound = [&](TensorId t) {
+namespace {
+
+// collectSpecs' state: the graph's specs as they are found.
+class SpecCollector {
+ public:
+  SpecCollector(const Model& m, GraphId g, const PlanOptions& options)
+      : m(m), g(g), graph(m.graphs.at(g)), options(options), rootOf(m) {
+    result.graph = g;
+    inputs = graph.inputs;
+    outputs = graph.outputs;
+    std::sort(inputs.begin(), inputs.end());
+    std::sort(outputs.begin(), outputs.end());
+  }
+
+  GraphSpecs run() {
+    collectLifetimes();
+    // ShareWith results reuse their base's allocation: record it (the base's
+    // spec is created here if the base never appeared on its own).
+    for (SpecId s = 0; s < static_cast<SpecId>(result.specs.size()); ++s) {
+      const Tensor& root = m.tensors[result.specs[s].tensor];
+      if (root.alias == AliasKind::ShareWith) {
+        const SpecId base = specFound(rootOf(root.alias_of));
+        if (base == kNone)
+          throw InputError(fmt::format("{}: tensor '{}' shares the allocation of '{}', which is not "
+                                       "used in the same graph",
+                                       m.name, root.name, m.tensors[root.alias_of].name));
+        result.specs[s].inplace_base = base;
+      }
+    }
+
+    // State shared across methods lives in an entry graph (validateModel).
+    state = sharesState(m, options) && graph.parent == kNone;
+    for (Spec& spec : result.specs) describe(spec);
+    result.tensor_spec = TensorSpecMap({spec_of.begin(), spec_of.end()});
+    addGaps(m, graph, result, gapped_uses);
+    // Reuse of an unplanned base's allocation is impossible: plan on its own.
+    for (Spec& spec : result.specs)
+      if (spec.inplace_base != kNone && !result.specs[spec.inplace_base].planned)
+        spec.inplace_base = kNone;
+    return std::move(result);
+  }
+
+ private:
+  SpecId specFound(TensorId t) const {
     const auto it = spec_of.find(t);
     return it == spec_of.end() ? kNone : it->second;
-  };
-  const auto num_inputs = static_cast<TimeValue>(graph.inputs.size());
-  result.steps = num_inputs + static_cast<TimeValue>(graph.nodes.size()) + 1;
-  const TimeValue last_step = result.steps - 1;
-
-  std::vector<TensorId> inputs = graph.inputs, outputs = graph.outputs;
-  std::sort(inputs.begin(), inputs.end());
-  std::sort(outputs.begin(), outputs.end());
-  const auto among = [](const std::vector<TensorId>& sorted, TensorId t) {
+  }
+  static bool among(const std::vector<TensorId>& sorted, TensorId t) {
     return std::binary_search(sorted.begin(), sorted.end(), t);
-  };
+  }
 
-  StorageRoots rootOf(m);
   // Spec of a tensor of this graph, created on first appearance.
-  const auto specOf = [&](TensorId t) -> SpecId {
+  SpecId specOf(TensorId t) {
     if (m.tensors[t].graph != g) return kNone;  // outer-scope tensor
     if (const SpecId known = specFound(t); known != kNone) return known;
     const TensorId root = rootOf(t);
@@ -133,58 +161,49 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
       result.specs[s].members.push_back(t);
     }
     return s;
-  };
-  // Uses of tensors with gaps (a gap may hold none of them).
-  std::vector<std::pair<SpecId, TimeValue>> gapped_uses;
-  const auto touch = [&](TensorId t, TimeValue i) {
+  }
+
+  // A use of t at step i stretches its spec's lifetime.
+  void touch(TensorId t, TimeValue i) {
     const SpecId s = specOf(t);
     if (s == kNone) return;
     Spec& spec = result.specs[s];
     spec.first = std::min(spec.first, i);
     spec.last = std::max(spec.last, i);
     if (!m.tensors[spec.tensor].gaps.empty()) gapped_uses.emplace_back(s, i);
-  };
-
-  for (TimeValue i = 0; i < num_inputs; ++i) touch(graph.inputs[i], i);
-  std::optional<BodyReads> body_reads;  // made at the first control-flow node
-  for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
-    const Node& node = graph.nodes[n];
-    const TimeValue i = nodeTime(graph, n);
-    for (TensorId t : node.outputs) touch(t, i);
-    for (TensorId t : node.inputs) touch(t, i);
-    // A control-flow node keeps alive everything its bodies read from here.
-    for (GraphId s : node.subgraphs) {
-      if (!body_reads) body_reads.emplace(m, g);
-      for (TensorId t : body_reads->of(s)) touch(t, i);
-    }
-  }
-  for (TensorId t : graph.outputs) touch(t, last_step);
-
-  // ShareWith results reuse their base's allocation: record it (the base's
-  // spec is created here if the base never appeared on its own).
-  for (SpecId s = 0; s < static_cast<SpecId>(result.specs.size()); ++s) {
-    const Tensor& root = m.tensors[result.specs[s].tensor];
-    if (root.alias == AliasKind::ShareWith) {
-      const SpecId base = specFound(rootOf(root.alias_of));
-      if (base == kNone)
-        throw InputError(fmt::format("{}: tensor '{}' shares the allocation of '{}', which is not "
-                                     "used in the same graph",
-                                     m.name, root.name, m.tensors[root.alias_of].name));
-      result.specs[s].inplace_base = base;
-    }
   }
 
-  // State shared across methods lives in an entry graph (validateModel).
-  const bool state = sharesState(m, options) && graph.parent == kNone;
-  std::unordered_set<std::string_view> mutable_fqns;  // filled on first need
-  const auto mutableSomewhere = [&](const std::string& fqn) {
+  void collectLifetimes() {
+    const auto num_inputs = static_cast<TimeValue>(graph.inputs.size());
+    result.steps = num_inputs + static_cast<TimeValue>(graph.nodes.size()) + 1;
+    for (TimeValue i = 0; i < num_inputs; ++i) touch(graph.inputs[i], i);
+    std::optional<BodyReads> body_reads;  // made at the first control-flow node
+    for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes.size()); ++n) {
+      const Node& node = graph.nodes[n];
+      const TimeValue i = nodeTime(graph, n);
+      for (TensorId t : node.outputs) touch(t, i);
+      for (TensorId t : node.inputs) touch(t, i);
+      // A control-flow node keeps alive everything its bodies read from here.
+      for (GraphId s : node.subgraphs) {
+        if (!body_reads) body_reads.emplace(m, g);
+        for (TensorId t : body_reads->of(s)) touch(t, i);
+      }
+    }
+    for (TensorId t : graph.outputs) touch(t, result.steps - 1);
+  }
+
+  // Whether some tensor of the model is a mutable buffer named `fqn`.
+  bool mutableSomewhere(const std::string& fqn) {
     if (mutable_fqns.empty())
       for (const Tensor& x : m.tensors)
         if (x.kind == TensorKind::MutableBuffer) mutable_fqns.insert(x.fqn.empty() ? x.name : x.fqn);
     return mutable_fqns.count(fqn) > 0;
-  };
+  }
 
-  for (Spec& spec : result.specs) {
+  // A spec's size, alignment, presets and kind from its members, and
+  // whether it is planned.
+  void describe(Spec& spec) {
+    const TimeValue last_step = result.steps - 1;
     const Tensor& root = m.tensors[spec.tensor];
     spec.device = root.device;
     spec.alignment = planningAlignment(options);
@@ -230,13 +249,27 @@ GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
     if ((spec.is_mutable || spec.shared) && !options.alloc_mutable_buffers) plan = false;
     spec.planned = plan;
   }
-  result.tensor_spec = TensorSpecMap({spec_of.begin(), spec_of.end()});
-  addGaps(m, graph, result, gapped_uses);
-  // Reuse of an unplanned base's allocation is impossible: plan on its own.
-  for (Spec& spec : result.specs)
-    if (spec.inplace_base != kNone && !result.specs[spec.inplace_base].planned)
-      spec.inplace_base = kNone;
-  return result;
+
+  const Model& m;
+  const GraphId g;
+  const Graph& graph;
+  const PlanOptions& options;
+  GraphSpecs result;
+  // Tables here hold this graph's tensors only, never one entry per tensor
+  // of the model: collectSpecs runs once per graph.
+  std::unordered_map<TensorId, SpecId> spec_of;
+  std::vector<TensorId> inputs, outputs;  // sorted
+  StorageRoots rootOf;
+  // Uses of tensors with gaps (a gap may hold none of them).
+  std::vector<std::pair<SpecId, TimeValue>> gapped_uses;
+  bool state = false;  // the graph keeps state shared across methods
+  std::unordered_set<std::string_view> mutable_fqns;  // filled on first need
+};
+
+}  // namespace
+
+GraphSpecs collectSpecs(const Model& m, GraphId g, const PlanOptions& options) {
+  return SpecCollector(m, g, options).run();
 }
 
 namespace {

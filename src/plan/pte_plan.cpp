@@ -78,18 +78,10 @@ std::pair<std::size_t, std::size_t> methodTensors(const PteProgram& p, GraphId g
   return {static_cast<std::size_t>(lo - p.tensors.begin()), static_cast<std::size_t>(hi - p.tensors.begin())};
 }
 
-GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
-                     const AlgorithmInfo& info, const GraphPlan& original, const GraphPlan& exact) {
-  const PteMethod& method = p.methods[static_cast<std::size_t>(g)];
-  const GraphSpecs specs = collectSpecs(p.model, g, request.options);
-  const std::size_t nbuf = method.buffer_sizes.size();
-  for (const Spec& s : specs.specs)
-    if (s.planned && (!s.mem_id || static_cast<std::size_t>(*s.mem_id) >= nbuf))
-      throw InputError(fmt::format("{}: {}: '{}' is in memory id {}, but non_const_buffer_sizes has "
-                                   "{} entries: the file's plan is broken, memplan cannot keep it",
-                                   p.source, methodLabel(p, g), s.name, s.mem_id.value_or(0), nbuf));
-
-  // 1. Pinned state: as pins, or as a reserved prefix.
+// Pinned state planned as pins, or (for algorithms that do not honour
+// pins) as a reserved prefix the pinned tensors are put back into.
+GraphPlan planWithPins(const GraphSpecs& specs, const PlanRequest& request, const AlgorithmInfo& info,
+                       std::size_t nbuf) {
   GraphSpecs to_plan = specs;
   std::vector<Bytes> reserved;
   std::vector<SpecId> pinned;
@@ -106,7 +98,6 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
     }
   }
   GraphPlan gp = planSpecs(std::move(to_plan), request, reserved);
-  gp.graph = g;
   gp.parent = kNone;
   if (!pinned.empty()) {
     gp.specs = specs;
@@ -119,10 +110,15 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
               [](const Allocation& a, const Allocation& b) { return a.spec < b.spec; });
     for (PoolInfo& pool : gp.pools) pool.reserved = 0;  // the prefix held the pinned tensors
   }
-  if (gp.bufsizes.size() < std::max(reserved.size(), nbuf)) gp.bufsizes.resize(std::max(reserved.size(), nbuf), 0);
+  if (gp.bufsizes.size() < std::max(reserved.size(), nbuf))
+    gp.bufsizes.resize(std::max(reserved.size(), nbuf), 0);
   for (std::size_t m = 1; m < reserved.size(); ++m) gp.bufsizes[m] = std::max(gp.bufsizes[m], reserved[m]);
+  return gp;
+}
 
-  // Pools with planned tensors, and what the plan says about them.
+// Pools with planned tensors, and what the plan says about them (a pool of
+// pinned tensors alone is its prefix). Returns each pool's specs.
+std::map<MemId, std::vector<SpecId>> completePools(GraphPlan& gp, const PlanRequest& request) {
   std::map<MemId, std::vector<SpecId>> members;
   for (const Allocation& a : gp.allocations) members[a.mem_id].push_back(a.spec);
   for (const auto& [m, list] : members) {
@@ -140,35 +136,42 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
     }
   }
   std::sort(gp.pools.begin(), gp.pools.end(), [](const PoolInfo& a, const PoolInfo& b) { return a.mem_id < b.mem_id; });
+  return members;
+}
 
-  // 2. Keep the file's placement where memplan does not do better.
-  if (!info.executorch_exact) {
-    const std::set<MemId> keep = keepablePools(original, gp.specs);
-    std::map<MemId, std::vector<Allocation*>> by_pool;
-    for (Allocation& a : gp.allocations) by_pool[a.mem_id].push_back(&a);
-    for (PoolInfo& pool : gp.pools) {
-      const auto m = static_cast<std::size_t>(pool.mem_id);
-      const Bytes file_size = method.buffer_sizes[m];
-      if (gp.bufsizes[m] < file_size || !keep.count(pool.mem_id)) continue;
-      for (Allocation* ap : by_pool[pool.mem_id]) {
-        Allocation& a = *ap;
-        const Allocation* o = original.find(a.spec);
-        a.offset = o->offset;
-        a.size = o->size;
-        a.mem_obj_id = 0;
-      }
-      Bytes exact_bound = 0;
-      for (const PoolInfo& e : exact.pools)
-        if (e.mem_id == pool.mem_id) exact_bound = e.lower_bound;
-      gp.bufsizes[m] = file_size;
-      pool.size = file_size;
-      pool.algorithm = "original";
-      pool.lower_bound = keptPoolBound(pool.lower_bound, exact_bound, file_size);
-      pool.proven_optimal = file_size <= pool.lower_bound;
+// Keeps the file's placement of each pool where memplan does not do better.
+void keepFilePlacement(GraphPlan& gp, const PteMethod& method, const GraphPlan& original,
+                       const GraphPlan& exact) {
+  const std::set<MemId> keep = keepablePools(original, gp.specs);
+  std::map<MemId, std::vector<Allocation*>> by_pool;
+  for (Allocation& a : gp.allocations) by_pool[a.mem_id].push_back(&a);
+  for (PoolInfo& pool : gp.pools) {
+    const auto m = static_cast<std::size_t>(pool.mem_id);
+    const Bytes file_size = method.buffer_sizes[m];
+    if (gp.bufsizes[m] < file_size || !keep.count(pool.mem_id)) continue;
+    for (Allocation* ap : by_pool[pool.mem_id]) {
+      Allocation& a = *ap;
+      const Allocation* o = original.find(a.spec);
+      a.offset = o->offset;
+      a.size = o->size;
+      a.mem_obj_id = 0;
     }
+    Bytes exact_bound = 0;
+    for (const PoolInfo& e : exact.pools)
+      if (e.mem_id == pool.mem_id) exact_bound = e.lower_bound;
+    gp.bufsizes[m] = file_size;
+    pool.size = file_size;
+    pool.algorithm = "original";
+    pool.lower_bound = keptPoolBound(pool.lower_bound, exact_bound, file_size);
+    pool.proven_optimal = file_size <= pool.lower_bound;
   }
+}
 
-  // 3. Sizes of the file's list; tensors no instruction uses.
+// The sizes of the file's list for pools memplan leaves alone, grown
+// for tensors no instruction uses that would not fit.
+void fileSizes(GraphPlan& gp, const PteProgram& p, GraphId g,
+               const std::map<MemId, std::vector<SpecId>>& members, std::size_t nbuf) {
+  const PteMethod& method = p.methods[static_cast<std::size_t>(g)];
   for (std::size_t m = 1; m < nbuf; ++m)
     if (!members.count(static_cast<MemId>(m))) gp.bufsizes[m] = method.buffer_sizes[m];
   const auto [first_tensor, end_tensor] = methodTensors(p, g);
@@ -186,6 +189,23 @@ GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
   gp.bufsizes[0] = 0;
   for (PoolInfo& pool : gp.pools) pool.size = gp.bufsizes[static_cast<std::size_t>(pool.mem_id)];
   gp.pool_devices.assign(gp.bufsizes.size(), Device{});
+}
+
+GraphPlan planMethod(const PteProgram& p, GraphId g, const PlanRequest& request,
+                     const AlgorithmInfo& info, const GraphPlan& original, const GraphPlan& exact) {
+  const PteMethod& method = p.methods[static_cast<std::size_t>(g)];
+  const GraphSpecs specs = collectSpecs(p.model, g, request.options);
+  const std::size_t nbuf = method.buffer_sizes.size();
+  for (const Spec& s : specs.specs)
+    if (s.planned && (!s.mem_id || static_cast<std::size_t>(*s.mem_id) >= nbuf))
+      throw InputError(fmt::format("{}: {}: '{}' is in memory id {}, but non_const_buffer_sizes has "
+                                   "{} entries: the file's plan is broken, memplan cannot keep it",
+                                   p.source, methodLabel(p, g), s.name, s.mem_id.value_or(0), nbuf));
+  GraphPlan gp = planWithPins(specs, request, info, nbuf);
+  gp.graph = g;
+  const std::map<MemId, std::vector<SpecId>> members = completePools(gp, request);
+  if (!info.executorch_exact) keepFilePlacement(gp, method, original, exact);
+  fileSizes(gp, p, g, members, nbuf);
   return gp;
 }
 

@@ -81,55 +81,107 @@ bool executorchPool(const PoolInfo* info) {
   return algo && algo->executorch_exact;
 }
 
-// Everything but the sweep needs no lifetimes (`sweep` false: the structure
-// checks that the replay shares).
-VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
-                        std::size_t max_violations, bool sweep) {
-  VerifyResult result;
-  const GraphSpecs& specs = plan.specs;
-  const auto report = [&](std::string message) {
-    if (result.violations.size() < max_violations)
-      result.violations.push_back({plan.graph, std::move(message)});
-  };
-  const auto num_specs = static_cast<SpecId>(specs.specs.size());
-  std::vector<const Allocation*> alloc_of(specs.specs.size(), nullptr);
-  for (const Allocation& a : plan.allocations) {
-    if (a.spec < 0 || a.spec >= num_specs) {
-      report(fmt::format("allocation for unknown spec {}", a.spec));
-      continue;
+// The allocations alive at the current step of a sweep, disjoint, keyed by
+// begin offset; expiry ordered by last step.
+class LiveSet {
+ public:
+  // Drops the ranges that ended before step `before`.
+  void expire(TimeValue before) {
+    while (!expiry_.empty() && expiry_.begin()->first < before) {
+      live_.erase(expiry_.begin()->second);
+      expiry_.erase(expiry_.begin());
     }
-    if (alloc_of[a.spec]) report(fmt::format("'{}' is allocated twice", specs.specs[a.spec].name));
-    alloc_of[a.spec] = &a;
   }
-  result.checked_allocations = plan.allocations.size();
+  // The live range sharing bytes with r, if any (the live set is disjoint).
+  const Range* collision(const Range& r) const {
+    auto next = live_.lower_bound(r.end);  // first live range starting at/after our end
+    if (next == live_.begin()) return nullptr;
+    const Range* prev = std::prev(next)->second;
+    return prev->end > r.begin ? prev : nullptr;
+  }
+  void add(const Range& r) {
+    live_.emplace(r.begin, &r);
+    expiry_.emplace(r.last, r.begin);
+  }
+  void clear() {
+    live_.clear();
+    expiry_.clear();
+  }
+
+ private:
+  std::map<Offset, const Range*> live_;
+  std::multimap<TimeValue, Offset> expiry_;
+};
+
+// One graph's plan checked (see the file comment); violations in the order
+// the checks run, up to max_violations.
+class GraphCheck {
+ public:
+  GraphCheck(const GraphPlan& plan, const PlanOptions& options, std::size_t max_violations)
+      : plan_(plan), specs_(plan.specs), options_(options), max_violations_(max_violations) {}
+
+  // Everything but the sweep needs no lifetimes (`sweep` false: the
+  // structure checks that the replay shares).
+  VerifyResult run(bool sweep) {
+    indexAllocations();
+    checkPlannedSet();
+    for (const PoolInfo& p : plan_.pools) pool_info_[p.mem_id] = &p;
+    // Bounds, capacities and alignment, then gather ranges per pool.
+    std::map<MemId, std::vector<Range>> pools;
+    for (const Allocation& a : plan_.allocations) checkAllocation(a, pools);
+    if (!sweep) return std::move(result_);
+    groupInPlace();
+    for (auto& [mem_id, raw] : pools) sweepPool(mem_id, raw);
+    return std::move(result_);
+  }
+
+ private:
+  void report(std::string message) {
+    if (result_.violations.size() < max_violations_)
+      result_.violations.push_back({plan_.graph, std::move(message)});
+  }
+
+  SpecId numSpecs() const { return static_cast<SpecId>(specs_.specs.size()); }
+
+  void indexAllocations() {
+    alloc_of_.assign(specs_.specs.size(), nullptr);
+    for (const Allocation& a : plan_.allocations) {
+      if (a.spec < 0 || a.spec >= numSpecs()) {
+        report(fmt::format("allocation for unknown spec {}", a.spec));
+        continue;
+      }
+      if (alloc_of_[a.spec]) report(fmt::format("'{}' is allocated twice", specs_.specs[a.spec].name));
+      alloc_of_[a.spec] = &a;
+    }
+    result_.checked_allocations = plan_.allocations.size();
+  }
 
   // Planned exactly as the options say.
-  for (const Spec& s : specs.specs) {
-    const bool allocated = alloc_of[s.id] != nullptr;
-    if (s.planned && !allocated) report(fmt::format("'{}' should be planned but has no allocation", s.name));
-    if (!s.planned && allocated) {
-      const char* why = s.is_constant          ? "a constant"
-                        : s.is_mutable && !options.alloc_mutable_buffers ? "a mutable buffer (--no-plan-mutable-buffers)"
-                        : s.is_input           ? "a graph input that is not planned"
-                        : s.is_output          ? "a graph output that is not planned"
-                                               : "not a planned tensor";
-      report(fmt::format("'{}' is {} but has an allocation", s.name, why));
+  void checkPlannedSet() {
+    for (const Spec& s : specs_.specs) {
+      const bool allocated = alloc_of_[s.id] != nullptr;
+      if (s.planned && !allocated) report(fmt::format("'{}' should be planned but has no allocation", s.name));
+      if (!s.planned && allocated) {
+        const char* why = s.is_constant ? "a constant"
+                          : s.is_mutable && !options_.alloc_mutable_buffers
+                              ? "a mutable buffer (--no-plan-mutable-buffers)"
+                          : s.is_input  ? "a graph input that is not planned"
+                          : s.is_output ? "a graph output that is not planned"
+                                        : "not a planned tensor";
+        report(fmt::format("'{}' is {} but has an allocation", s.name, why));
+      }
     }
   }
 
-  std::map<MemId, const PoolInfo*> pool_info;
-  for (const PoolInfo& p : plan.pools) pool_info[p.mem_id] = &p;
-
-  // Bounds, capacities and alignment, then gather ranges per pool.
-  std::map<MemId, std::vector<Range>> pools;
-  std::vector<piece::Piece> pieces;
-  for (const Allocation& a : plan.allocations) {
-    if (a.spec < 0 || a.spec >= num_specs) continue;
-    const Spec& s = specs.specs[a.spec];
-    if (a.mem_id < 1 || static_cast<std::size_t>(a.mem_id) >= plan.bufsizes.size()) {
+  // One allocation's pool, preset, pin, size, device, bounds, gap windows,
+  // alignment and capacity; its ranges (one per piece) added to `pools`.
+  void checkAllocation(const Allocation& a, std::map<MemId, std::vector<Range>>& pools) {
+    if (a.spec < 0 || a.spec >= numSpecs()) return;
+    const Spec& s = specs_.specs[a.spec];
+    if (a.mem_id < 1 || static_cast<std::size_t>(a.mem_id) >= plan_.bufsizes.size()) {
       report(fmt::format("'{}' is in pool {}, which does not exist ({} pools)", s.name, a.mem_id,
-                         plan.bufsizes.empty() ? 0 : plan.bufsizes.size() - 1));
-      continue;
+                         plan_.bufsizes.empty() ? 0 : plan_.bufsizes.size() - 1));
+      return;
     }
     // An in-place result lives in its base's pool, whatever its own preset
     // says (ExecuTorch ignores it too).
@@ -141,12 +193,12 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
       report(fmt::format("'{}' needs {} bytes but is given {}", s.name, s.nbytes, a.size));
     // Per device, a tensor lives in a pool of its own device (state aside:
     // ExecuTorch keeps it on the CPU).
-    if (options.per_device && !s.shared && static_cast<std::size_t>(a.mem_id) < plan.pool_devices.size() &&
-        !(plan.pool_devices[a.mem_id] == s.device))
+    if (options_.per_device && !s.shared && static_cast<std::size_t>(a.mem_id) < plan_.pool_devices.size() &&
+        !(plan_.pool_devices[a.mem_id] == s.device))
       report(fmt::format("'{}' is on {} but placed in pool {}, which is on {}", s.name, s.device.str(),
-                         a.mem_id, plan.pool_devices[a.mem_id].str()));
-    const Bytes pool_size = plan.bufsizes[a.mem_id];
-    const PoolInfo* info = pool_info.count(a.mem_id) ? pool_info[a.mem_id] : nullptr;
+                         a.mem_id, plan_.pool_devices[a.mem_id].str()));
+    const Bytes pool_size = plan_.bufsizes[a.mem_id];
+    const PoolInfo* info = pool_info_.count(a.mem_id) ? pool_info_[a.mem_id] : nullptr;
     const Bytes reserved = info ? info->reserved : 0;
     // A zero-size tensor holds no bytes: where its pointer lies is moot.
     if (a.offset > kMaxBytes || a.size > kMaxBytes || (a.size > 0 && a.offset + a.size > pool_size))
@@ -164,126 +216,133 @@ VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
                                         a.offset, s.alignment);
       // ExecuTorch itself places tensors after an unaligned reserved prefix.
       if (executorchPool(info))
-        result.warnings.push_back(message + " (as ExecuTorch places it)");
+        result_.warnings.push_back(message + " (as ExecuTorch places it)");
       else
         report(std::move(message));
     }
-    const auto& caps = options.capacities;
+    const auto& caps = options_.capacities;
     const auto mid = static_cast<std::size_t>(a.mem_id);
     if (a.size > 0 && mid < caps.size() && caps[mid] && a.offset <= kMaxBytes &&
         a.size <= kMaxBytes && a.offset + a.size > *caps[mid])
       report(fmt::format("'{}' at bytes [{}, {}) exceeds pool {}'s capacity of {} bytes", s.name,
                          a.offset, a.offset + a.size, a.mem_id, *caps[mid]));
-    if (a.size == 0 || a.offset > kMaxBytes || a.size > kMaxBytes) continue;
+    if (a.size == 0 || a.offset > kMaxBytes || a.size > kMaxBytes) return;
     if (s.gaps.empty()) {
       pools[a.mem_id].push_back({a.offset, a.offset + a.size, s.first, s.last, s.id});
-      continue;
+      return;
     }
-    piece::piecesOf(s, a.size, pieces);
-    for (const piece::Piece& p : pieces)
+    piece::piecesOf(s, a.size, pieces_);
+    for (const piece::Piece& p : pieces_)
       pools[a.mem_id].push_back({a.offset + p.begin, a.offset + p.end, p.first, p.last, s.id});
   }
-  if (!sweep) return result;
 
-  // Merge ShareWith groups placed at one offset (union-find on inplace_base).
-  std::vector<SpecId> parent(specs.specs.size());
-  std::iota(parent.begin(), parent.end(), 0);
-  const auto find = [&](SpecId x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  // Merges ShareWith groups placed at one offset (union-find on
+  // inplace_base). Specs with gaps stay apart (their pieces are checked
+  // like any range).
+  void groupInPlace() {
+    group_parent_.resize(specs_.specs.size());
+    std::iota(group_parent_.begin(), group_parent_.end(), 0);
+    for (const Spec& s : specs_.specs)
+      if (s.inplace_base != kNone && s.gaps.empty() && specs_.specs[s.inplace_base].gaps.empty() &&
+          alloc_of_[s.id] && alloc_of_[s.inplace_base] &&
+          alloc_of_[s.id]->mem_id == alloc_of_[s.inplace_base]->mem_id &&
+          alloc_of_[s.id]->offset == alloc_of_[s.inplace_base]->offset)
+        group_parent_[groupOf(s.id)] = groupOf(s.inplace_base);
+  }
+  SpecId groupOf(SpecId x) {
+    while (group_parent_[x] != x) x = group_parent_[x] = group_parent_[group_parent_[x]];
     return x;
-  };
-  // Specs with gaps stay apart (their pieces are checked like any range).
-  for (const Spec& s : specs.specs)
-    if (s.inplace_base != kNone && s.gaps.empty() && specs.specs[s.inplace_base].gaps.empty() &&
-        alloc_of[s.id] && alloc_of[s.inplace_base] &&
-        alloc_of[s.id]->mem_id == alloc_of[s.inplace_base]->mem_id &&
-        alloc_of[s.id]->offset == alloc_of[s.inplace_base]->offset)
-      parent[find(s.id)] = find(s.inplace_base);
+  }
 
-  for (auto& [pool_id, raw] : pools) {
-    const auto mem_id = pool_id;  // lambdas may not capture a structured binding before C++20 in clang 14
-    // Members of a group share bytes by design: where their lifetimes
-    // overlap they become one range; apart in time they stay separate
-    // (the bytes are free in between, like any dead tensor's).
+  // A pool's ranges as the sweep sees them, by (first step, offset):
+  // members of a group share bytes by design, so where their lifetimes
+  // overlap they become one range; apart in time they stay separate (the
+  // bytes are free in between, like any dead tensor's).
+  std::vector<Range> sweepRanges(const std::vector<Range>& raw) {
     std::map<SpecId, std::vector<Range>> groups;
     std::vector<Range> ranges;
     ranges.reserve(raw.size());
     for (const Range& r : raw) {
-      if (specs.specs[r.spec].gaps.empty()) groups[find(r.spec)].push_back(r);
+      if (specs_.specs[r.spec].gaps.empty()) groups[groupOf(r.spec)].push_back(r);
       else ranges.push_back(r);  // pieces of a spec with gaps: never grouped
     }
     for (auto& [root, members] : groups) groupRanges(members, ranges);
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
       return std::tie(a.first, a.begin, a.spec) < std::tie(b.first, b.begin, b.spec);
     });
-    const auto collide = [&](const Range& a, const Range& b) {
-      report(fmt::format("pool {}: {} and {} are alive at the same time and share bytes", mem_id,
-                         describe(specs, a), describe(specs, b)));
-    };
-    // Pinned tensors allowed to overlap each other: the others are checked
-    // among themselves, then against the pinned ones (those may overlap, so
-    // each free range is compared with every live pinned range: O(n log n +
-    // free x live pinned)).
+    return ranges;
+  }
+
+  void collide(MemId mem_id, const Range& a, const Range& b) {
+    report(fmt::format("pool {}: {} and {} are alive at the same time and share bytes", mem_id,
+                       describe(specs_, a), describe(specs_, b)));
+  }
+
+  // Pinned tensors allowed to overlap each other: the others are checked
+  // among themselves, then against the pinned ones (those may overlap, so
+  // each free range is compared with every live pinned range: O(n log n +
+  // free x live pinned)).
+  void sweepPool(MemId mem_id, const std::vector<Range>& raw) {
+    const std::vector<Range> ranges = sweepRanges(raw);
     std::vector<const Range*> free_ranges, pinned_ranges;
     for (const Range& r : ranges)
-      (options.allow_pinned_overlap && specs.specs[r.spec].offset ? pinned_ranges : free_ranges)
+      (options_.allow_pinned_overlap && specs_.specs[r.spec].offset ? pinned_ranges : free_ranges)
           .push_back(&r);
-    // Live ranges keyed by begin offset; expiry ordered by last step.
-    std::map<Offset, const Range*> live;
-    std::multimap<TimeValue, Offset> expiry;
-    const auto expire = [&](TimeValue before) {
-      while (!expiry.empty() && expiry.begin()->first < before) {
-        live.erase(expiry.begin()->second);
-        expiry.erase(expiry.begin());
-      }
-    };
-    // The live range sharing bytes with r, if any (the live set is disjoint).
-    const auto liveCollision = [&](const Range& r) -> const Range* {
-      auto next = live.lower_bound(r.end);  // first live range starting at/after our end
-      if (next == live.begin()) return nullptr;
-      const Range* prev = std::prev(next)->second;
-      return prev->end > r.begin ? prev : nullptr;
-    };
+    LiveSet live;
     for (const Range* r : free_ranges) {
-      expire(r->first);
-      if (const Range* other = liveCollision(*r)) {
-        collide(*other, *r);
+      live.expire(r->first);
+      if (const Range* other = live.collision(*r)) {
+        collide(mem_id, *other, *r);
         continue;  // keep the live set disjoint so later checks stay exact
       }
-      live.emplace(r->begin, r);
-      expiry.emplace(r->last, r->begin);
+      live.add(*r);
     }
-    if (pinned_ranges.empty()) continue;
+    if (pinned_ranges.empty()) return;
     live.clear();
-    expiry.clear();
+    sweepPinned(mem_id, free_ranges, pinned_ranges, live);
+  }
+
+  // The free ranges against the pinned ones, and the pinned ones against
+  // the free ones live when they start.
+  void sweepPinned(MemId mem_id, const std::vector<const Range*>& free_ranges,
+                   const std::vector<const Range*>& pinned_ranges, LiveSet& live) {
     std::vector<const Range*> live_pinned;
+    const auto checkFree = [&](const Range& r) {
+      std::erase_if(live_pinned, [&](const Range* q) { return q->last < r.first; });
+      for (const Range* q : live_pinned)
+        if (q->begin < r.end && r.begin < q->end) collide(mem_id, *q, r);
+    };
     std::size_t f = 0;
     for (const Range* p : pinned_ranges) {
       // Free ranges starting up to p's first step go in before it.
       for (; f < free_ranges.size() && free_ranges[f]->first <= p->first; ++f) {
         const Range& r = *free_ranges[f];
-        expire(r.first);
-        std::erase_if(live_pinned, [&](const Range* q) { return q->last < r.first; });
-        for (const Range* q : live_pinned)
-          if (q->begin < r.end && r.begin < q->end) collide(*q, r);
-        if (!liveCollision(r)) {
-          live.emplace(r.begin, &r);
-          expiry.emplace(r.last, r.begin);
-        }
+        live.expire(r.first);
+        checkFree(r);
+        if (!live.collision(r)) live.add(r);
       }
-      expire(p->first);
-      if (const Range* other = liveCollision(*p)) collide(*other, *p);
+      live.expire(p->first);
+      if (const Range* other = live.collision(*p)) collide(mem_id, *other, *p);
       std::erase_if(live_pinned, [&](const Range* q) { return q->last < p->first; });
       live_pinned.push_back(p);
     }
-    for (; f < free_ranges.size(); ++f) {
-      const Range& r = *free_ranges[f];
-      std::erase_if(live_pinned, [&](const Range* q) { return q->last < r.first; });
-      for (const Range* q : live_pinned)
-        if (q->begin < r.end && r.begin < q->end) collide(*q, r);
-    }
+    for (; f < free_ranges.size(); ++f) checkFree(*free_ranges[f]);
   }
-  return result;
+
+  const GraphPlan& plan_;
+  const GraphSpecs& specs_;
+  const PlanOptions& options_;
+  const std::size_t max_violations_;
+  VerifyResult result_;
+  std::vector<const Allocation*> alloc_of_;  // by spec
+  std::map<MemId, const PoolInfo*> pool_info_;
+  std::vector<SpecId> group_parent_;         // union-find over specs
+  std::vector<piece::Piece> pieces_;         // scratch
+};
+
+VerifyResult checkGraph(const GraphPlan& plan, const PlanOptions& options,
+                        std::size_t max_violations, bool sweep) {
+  return GraphCheck(plan, options, max_violations).run(sweep);
 }
 
 }  // namespace

@@ -88,12 +88,48 @@ struct Scope {
   }
 };
 
-class OnnxImporter {
+// Worded as validateModel words it for every other importer.
+std::string tooDeep(const ox::GraphProto& g, int depth) {
+  return "graph '" + g.name() + "': control-flow bodies nested " + std::to_string(depth) +
+         " deep, above the limit of " + std::to_string(kMaxGraphDepth);
+}
+
+// Bytes of a constant's TensorProto (dims are authoritative); checks that
+// stored raw data matches, since shape inference reads it.
+Bytes constantBytes(const std::string& source, const ox::TensorProto& tp, const std::string& where) {
+  const auto fail = [&](const std::string& msg) { throw InputError(source + ": " + msg); };
+  for (auto d : tp.dims())
+    if (d < 0) fail(where + ": negative dimension " + std::to_string(d));
+  const DType dtype = mapDType(tp.data_type());
+  if (dtype == DType::String) {
+    Bytes total = 0;
+    for (const auto& s : tp.string_data()) {
+      auto sum = checkedAdd(total, s.size());
+      if (!sum) fail(where + ": size overflows");
+      total = *sum;
+    }
+    return total;
+  }
+  if (dtype == DType::Unknown)
+    fail(where + ": unsupported data type " + std::to_string(tp.data_type()));
+  auto n = denseBytes({tp.dims().begin(), tp.dims().end()}, dtype);
+  if (!n || *n > kMaxBytes) fail(where + ": size overflows");
+  const bool external = tp.data_location() == ox::TensorProto::EXTERNAL;
+  if (!external && tp.has_raw_data() && tp.raw_data().size() != *n)
+    fail(where + ": raw_data has " + std::to_string(tp.raw_data().size()) +
+         " bytes, shape and type need " + std::to_string(*n));
+  return *n;
+}
+
+// Stages 1-5 on the protobuf: the model read, its opsets and nodes
+// checked, dimensions bound, and a scratch twin with inferred types and
+// folded constants. The graphs (stage 6 on) read what this leaves.
+class ProtoPreparer {
  public:
-  OnnxImporter(const std::string& source, const ImportOptions& options)
+  ProtoPreparer(const std::string& source, const ImportOptions& options)
       : source_(source), options_(options) {}
 
-  Model run(std::string_view bytes) {
+  void run(std::string_view bytes) {
     parse(bytes);
     checkOpsets();
     verifyNodes(model_.graph(), 0);
@@ -104,14 +140,12 @@ class OnnxImporter {
     if (const std::string problem = checkInferredShapes(typed_.graph(), dead_bodies_);
         !problem.empty())
       fail(problem);
-    out_.name = source_;
-    Scope root;
-    importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
-    sizeUnknown();
-    if (options_.alias_views) markViews();
-    validateModel(out_);  // names the file itself (Model::name)
-    return std::move(out_);
   }
+
+  const ox::ModelProto& model() const { return model_; }
+  const ox::ModelProto& typed() const { return typed_; }
+  const std::set<const ox::GraphProto*>& deadBodies() const { return dead_bodies_; }
+  const Opsets& opsets() const { return opsets_; }
 
  private:
   [[noreturn]] void fail(const std::string& msg) const {
@@ -159,22 +193,16 @@ class OnnxImporter {
     }
   }
 
-  // Worded as validateModel words it for every other importer.
-  static std::string tooDeep(const ox::GraphProto& g, int depth) {
-    return "graph '" + g.name() + "': control-flow bodies nested " + std::to_string(depth) +
-           " deep, above the limit of " + std::to_string(kMaxGraphDepth);
-  }
-
   // ---- 3. schemas ---------------------------------------------------------
   void verifyNodes(const ox::GraphProto& g, int depth) {
     for (const auto& init : g.initializer())
-      constantBytes(init, "initializer '" + init.name() + "'" +
+      constantBytes(source_, init, "initializer '" + init.name() + "'" +
                               (depth ? " in graph '" + g.name() + "'" : ""));
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       if (n.op_type() == "Constant")
         for (const auto& a : n.attribute())
-          if (a.has_t()) constantBytes(a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
+          if (a.has_t()) constantBytes(source_, a.t(), "node '" + nodeLabel(n, i) + "' (Constant)");
       const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
       if (auto ver = opsets_.model.find(domain); ver != opsets_.model.end()) {
         const std::string problem = checkNode(n, nodeLabel(n, i), domain, ver->second, opsets_);
@@ -317,6 +345,40 @@ class OnnxImporter {
     dead_bodies_ = std::move(folder.dead);
   }
 
+  const std::string& source_;
+  const ImportOptions& options_;
+  ox::ModelProto model_;   // as read, dimensions bound
+  ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
+  std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
+  Opsets opsets_;
+};
+
+// Stages 6-7: the memplan Model built from a prepared protobuf.
+class OnnxImporter {
+ public:
+  OnnxImporter(const std::string& source, const ImportOptions& options, const ProtoPreparer& proto)
+      : source_(source),
+        options_(options),
+        model_(proto.model()),
+        typed_(proto.typed()),
+        dead_bodies_(proto.deadBodies()),
+        opsets_(proto.opsets()) {}
+
+  Model run() {
+    out_.name = source_;
+    Scope root;
+    importGraph(model_.graph(), typed_.graph(), kNone, kNone, root, "", 0);
+    sizeUnknown();
+    if (options_.alias_views) markViews();
+    validateModel(out_);  // names the file itself (Model::name)
+    return std::move(out_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(source_ + ": " + msg);
+  }
+
   // ---- 6. graphs ----------------------------------------------------------
   struct Unknown {
     TensorId id;
@@ -336,38 +398,13 @@ class OnnxImporter {
       fail("tensor '" + name + "' is defined twice (" + where + ")");
   }
 
-  // Bytes of a constant's TensorProto (dims are authoritative); checks that
-  // stored raw data matches, since shape inference reads it.
-  Bytes constantBytes(const ox::TensorProto& tp, const std::string& where) const {
-    for (auto d : tp.dims())
-      if (d < 0) fail(where + ": negative dimension " + std::to_string(d));
-    const DType dtype = mapDType(tp.data_type());
-    if (dtype == DType::String) {
-      Bytes total = 0;
-      for (const auto& s : tp.string_data()) {
-        auto sum = checkedAdd(total, s.size());
-        if (!sum) fail(where + ": size overflows");
-        total = *sum;
-      }
-      return total;
-    }
-    if (dtype == DType::Unknown)
-      fail(where + ": unsupported data type " + std::to_string(tp.data_type()));
-    auto n = denseBytes({tp.dims().begin(), tp.dims().end()}, dtype);
-    if (!n || *n > kMaxBytes) fail(where + ": size overflows");
-    const bool external = tp.data_location() == ox::TensorProto::EXTERNAL;
-    if (!external && tp.has_raw_data() && tp.raw_data().size() != *n)
-      fail(where + ": raw_data has " + std::to_string(tp.raw_data().size()) +
-           " bytes, shape and type need " + std::to_string(*n));
-    return *n;
-  }
 
   void sizeConstant(TensorId id, const ox::TensorProto& tp, const std::string& where) {
     Tensor& t = out_.tensors[id];
     t.kind = TensorKind::Constant;
     t.dtype = mapDType(tp.data_type());
     t.shape.assign(tp.dims().begin(), tp.dims().end());
-    t.nbytes = constantBytes(tp, where);
+    t.nbytes = constantBytes(source_, tp, where);
   }
 
   void sizeConstantNode(TensorId id, const ox::NodeProto& n, const std::string& where) {
@@ -471,27 +508,52 @@ class OnnxImporter {
     return types;
   }
 
+  // A control-flow body of a node: its attribute's name, its graph and the
+  // graph's typed twin.
+  struct Body {
+    std::string name;
+    const ox::GraphProto* g;
+    const ox::GraphProto* typed;
+  };
+  using TypeTable = std::unordered_map<std::string, const ox::TypeProto*>;
+
   // `g` gives the nodes, `typed` (its scratch twin) the inferred types.
   GraphId importGraph(const ox::GraphProto& g, const ox::GraphProto& typed, GraphId parent,
                       NodeId parent_node,
                       Scope& scope, const std::string& fallback_name, int depth) {
     if (depth > kMaxGraphDepth) fail(tooDeep(g, depth));
-    const GraphId gid = static_cast<GraphId>(out_.graphs.size());
-    {
-      Graph graph;
-      graph.name = g.name().empty() ? (fallback_name.empty() ? "main" : fallback_name) : g.name();
-      // Exporters reuse body names ("sub_graph" in both branches); reports
-      // and graph JSON need each graph named once.
-      const std::string base = graph.name;
-      for (int k = 2; !graph_names_.insert(graph.name).second; ++k)
-        graph.name = base + "#" + std::to_string(k);
-      graph.parent = parent;
-      graph.parent_node = parent_node;
-      out_.graphs.push_back(std::move(graph));
-    }
-    const auto types = typeTable(typed);
+    const GraphId gid = addGraph(g, parent, parent_node, fallback_name);
+    const TypeTable types = typeTable(typed);
     const std::string in_graph = gid == 0 ? "" : " in graph '" + out_.graphs[gid].name + "'";
+    importGraphInputs(g, gid, scope, in_graph);
+    for (int i = 0; i < g.node_size(); ++i) importNode(g, typed, i, gid, scope, types, in_graph, depth);
+    for (const auto& vi : g.output()) {
+      auto id = scope.find(vi.name());
+      if (!id) fail("graph output '" + vi.name() + "'" + in_graph + " is never produced");
+      out_.graphs[gid].outputs.push_back(*id);
+    }
+    return gid;
+  }
 
+  // A new graph, named once among the model's graphs.
+  GraphId addGraph(const ox::GraphProto& g, GraphId parent, NodeId parent_node,
+                   const std::string& fallback_name) {
+    const GraphId gid = static_cast<GraphId>(out_.graphs.size());
+    Graph graph;
+    graph.name = g.name().empty() ? (fallback_name.empty() ? "main" : fallback_name) : g.name();
+    // Exporters reuse body names ("sub_graph" in both branches); reports
+    // and graph JSON need each graph named once.
+    const std::string base = graph.name;
+    for (int k = 2; !graph_names_.insert(graph.name).second; ++k)
+      graph.name = base + "#" + std::to_string(k);
+    graph.parent = parent;
+    graph.parent_node = parent_node;
+    out_.graphs.push_back(std::move(graph));
+    return gid;
+  }
+
+  // Initializers (dense and sparse) and the graph's inputs.
+  void importGraphInputs(const ox::GraphProto& g, GraphId gid, Scope& scope, const std::string& in_graph) {
     for (const auto& init : g.initializer()) {
       const std::string where = "initializer '" + init.name() + "'" + in_graph;
       const TensorId id = addTensor(init.name(), gid);
@@ -519,99 +581,91 @@ class OnnxImporter {
       define(scope, vi.name(), id, "graph input" + in_graph);
       out_.graphs[gid].inputs.push_back(id);
     }
+  }
 
-    for (int i = 0; i < g.node_size(); ++i) {
-      const auto& n = g.node(i);
-      const std::string label = nodeLabel(n, static_cast<std::size_t>(i));
-      const std::string where = "node '" + label + "' (" + opName(n) + ")" + in_graph;
-      Node node;
-      node.name = label;
-      node.op = opName(n);
-      for (const auto& name : n.input()) {
-        if (name.empty()) continue;  // omitted optional input
-        auto id = scope.find(name);
-        if (!id) fail(where + ": input '" + name + "' is not defined before it is used");
-        node.inputs.push_back(*id);
-      }
-      const NodeId nid = static_cast<NodeId>(out_.graphs[gid].nodes.size());
-      out_.graphs[gid].nodes.push_back(node);
+  // Node i of `g`, its bodies (imported in turn) and its outputs.
+  void importNode(const ox::GraphProto& g, const ox::GraphProto& typed, int i, GraphId gid, Scope& scope,
+                  const TypeTable& types, const std::string& in_graph, int depth) {
+    const auto& n = g.node(i);
+    const std::string label = nodeLabel(n, static_cast<std::size_t>(i));
+    const std::string where = "node '" + label + "' (" + opName(n) + ")" + in_graph;
+    Node node;
+    node.name = label;
+    node.op = opName(n);
+    for (const auto& name : n.input()) {
+      if (name.empty()) continue;  // omitted optional input
+      auto id = scope.find(name);
+      if (!id) fail(where + ": input '" + name + "' is not defined before it is used");
+      node.inputs.push_back(*id);
+    }
+    const NodeId nid = static_cast<NodeId>(out_.graphs[gid].nodes.size());
+    out_.graphs[gid].nodes.push_back(node);
 
-      // Control-flow bodies, in the order NodeKind documents.
-      struct Body {
-        std::string name;
-        const ox::GraphProto* g;
-        const ox::GraphProto* typed;
-      };
-      std::vector<Body> bodies;
-      // Folding never rewrites nodes with bodies, so the twin lines up.
-      const ox::NodeProto* tn = i < typed.node_size() ? &typed.node(i) : nullptr;
-      if (tn && (tn->op_type() != n.op_type() || tn->attribute_size() != n.attribute_size()))
-        tn = nullptr;
-      for (int ai = 0; ai < n.attribute_size(); ++ai) {
-        const auto& a = n.attribute(ai);
-        const auto* ta = tn ? &tn->attribute(ai) : nullptr;
-        if (a.has_g())
-          bodies.push_back({a.name(), &a.g(), ta && ta->has_g() ? &ta->g() : &a.g()});
-        for (int k = 0; k < a.graphs_size(); ++k)
-          bodies.push_back({a.name() + "_" + std::to_string(k), &a.graphs(k),
-                            ta && ta->graphs_size() == a.graphs_size() ? &ta->graphs(k)
-                                                                       : &a.graphs(k)});
-      }
-      NodeKind kind = NodeKind::Op;
-      if (!bodies.empty()) {
-        const bool std_op = isDefaultDomain(n.domain());
-        if (std_op && n.op_type() == "If") {
-          kind = NodeKind::Cond;
-          std::stable_sort(bodies.begin(), bodies.end(), [](const Body& a, const Body& b) {
-            return (a.name == "then_branch") > (b.name == "then_branch");
-          });
-        } else if (std_op && n.op_type() == "Loop") {
-          kind = NodeKind::While;
-        } else if (std_op && n.op_type() == "Scan") {
-          kind = NodeKind::Scan;
-        } else if (std_op && n.op_type() == "SequenceMap") {
-          kind = NodeKind::Map;
-        } else {
-          kind = NodeKind::Call;
-        }
-      }
-      std::vector<GraphId> subgraphs;
-      for (const Body& body : bodies) {
-        Scope inner;
-        inner.outer = &scope;
-        const bool was_dead = in_dead_body_;
-        in_dead_body_ = was_dead || dead_bodies_.count(body.typed) > 0;
-        subgraphs.push_back(importGraph(*body.g, *body.typed, gid, nid, inner,
-                                        label + "." + body.name, depth + 1));
-        in_dead_body_ = was_dead;
-      }
-
-      std::vector<TensorId> outputs;
-      for (int k = 0; k < n.output_size(); ++k) {
-        const std::string& name = n.output(k);
-        if (name.empty()) continue;  // omitted optional output
-        const TensorId id = addTensor(name, gid);
-        if (n.op_type() == "Constant" && isDefaultDomain(n.domain())) {
-          sizeConstantNode(id, n, where);
-        } else {
-          auto it = types.find(name);
-          sizeActivation(id, it == types.end() ? nullptr : it->second, where);
-        }
-        define(scope, name, id, where);
-        outputs.push_back(id);
-      }
-      Node& stored = out_.graphs[gid].nodes[nid];
-      stored.kind = kind;
-      stored.subgraphs = std::move(subgraphs);
-      stored.outputs = std::move(outputs);
+    const std::vector<Body> bodies = bodiesOf(n, typed, i);
+    const NodeKind kind = bodies.empty() ? NodeKind::Op : kindOf(n);
+    std::vector<GraphId> subgraphs;
+    for (const Body& body : bodies) {
+      Scope inner;
+      inner.outer = &scope;
+      const bool was_dead = in_dead_body_;
+      in_dead_body_ = was_dead || dead_bodies_.count(body.typed) > 0;
+      subgraphs.push_back(importGraph(*body.g, *body.typed, gid, nid, inner,
+                                      label + "." + body.name, depth + 1));
+      in_dead_body_ = was_dead;
     }
 
-    for (const auto& vi : g.output()) {
-      auto id = scope.find(vi.name());
-      if (!id) fail("graph output '" + vi.name() + "'" + in_graph + " is never produced");
-      out_.graphs[gid].outputs.push_back(*id);
+    std::vector<TensorId> outputs;
+    for (int k = 0; k < n.output_size(); ++k) {
+      const std::string& name = n.output(k);
+      if (name.empty()) continue;  // omitted optional output
+      const TensorId id = addTensor(name, gid);
+      if (n.op_type() == "Constant" && isDefaultDomain(n.domain())) {
+        sizeConstantNode(id, n, where);
+      } else {
+        auto it = types.find(name);
+        sizeActivation(id, it == types.end() ? nullptr : it->second, where);
+      }
+      define(scope, name, id, where);
+      outputs.push_back(id);
     }
-    return gid;
+    Node& stored = out_.graphs[gid].nodes[nid];
+    stored.kind = kind;
+    stored.subgraphs = std::move(subgraphs);
+    stored.outputs = std::move(outputs);
+  }
+
+  // Node i's control-flow bodies, in the order NodeKind documents.
+  std::vector<Body> bodiesOf(const ox::NodeProto& n, const ox::GraphProto& typed, int i) const {
+    std::vector<Body> bodies;
+    // Folding never rewrites nodes with bodies, so the twin lines up.
+    const ox::NodeProto* tn = i < typed.node_size() ? &typed.node(i) : nullptr;
+    if (tn && (tn->op_type() != n.op_type() || tn->attribute_size() != n.attribute_size()))
+      tn = nullptr;
+    for (int ai = 0; ai < n.attribute_size(); ++ai) {
+      const auto& a = n.attribute(ai);
+      const auto* ta = tn ? &tn->attribute(ai) : nullptr;
+      if (a.has_g())
+        bodies.push_back({a.name(), &a.g(), ta && ta->has_g() ? &ta->g() : &a.g()});
+      for (int k = 0; k < a.graphs_size(); ++k)
+        bodies.push_back({a.name() + "_" + std::to_string(k), &a.graphs(k),
+                          ta && ta->graphs_size() == a.graphs_size() ? &ta->graphs(k)
+                                                                     : &a.graphs(k)});
+    }
+    if (!bodies.empty() && isDefaultDomain(n.domain()) && n.op_type() == "If")
+      std::stable_sort(bodies.begin(), bodies.end(), [](const Body& a, const Body& b) {
+        return (a.name == "then_branch") > (b.name == "then_branch");
+      });
+    return bodies;
+  }
+
+  // The kind of a node with bodies.
+  static NodeKind kindOf(const ox::NodeProto& n) {
+    const bool std_op = isDefaultDomain(n.domain());
+    if (std_op && n.op_type() == "If") return NodeKind::Cond;
+    if (std_op && n.op_type() == "Loop") return NodeKind::While;
+    if (std_op && n.op_type() == "Scan") return NodeKind::Scan;
+    if (std_op && n.op_type() == "SequenceMap") return NodeKind::Map;
+    return NodeKind::Call;
   }
 
   // ---- 7. unknown sizes ---------------------------------------------------
@@ -731,12 +785,12 @@ class OnnxImporter {
 
   const std::string& source_;
   const ImportOptions& options_;
-  ox::ModelProto model_;   // as read, dimensions bound
-  ox::ModelProto typed_;   // scratch twin: folded constants, inferred types
-  std::set<const ox::GraphProto*> dead_bodies_;  // in typed_
+  const ox::ModelProto& model_;  // as read, dimensions bound
+  const ox::ModelProto& typed_;  // scratch twin: folded constants, inferred types
+  const std::set<const ox::GraphProto*>& dead_bodies_;  // in typed_
+  const Opsets& opsets_;
   bool in_dead_body_ = false;  // importing a branch that never runs
   std::set<std::string> graph_names_;
-  Opsets opsets_;
   std::vector<Unknown> unknown_;
   Model out_;
 };
@@ -746,8 +800,9 @@ class OnnxImporter {
 
 Model importOnnx(std::string_view bytes, const std::string& source_name,
                  const ImportOptions& options) {
-  onnx_import::OnnxImporter importer(source_name, options);
-  return importer.run(bytes);
+  onnx_import::ProtoPreparer proto(source_name, options);
+  proto.run(bytes);
+  return onnx_import::OnnxImporter(source_name, options, proto).run();
 }
 
 }  // namespace memplan
