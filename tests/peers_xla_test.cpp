@@ -14,6 +14,7 @@
 
 #include "memplan/memplan.h"
 #include "support/test_support.h"
+#include "verify/replay.h"
 
 namespace memplan {
 namespace {
