@@ -8,11 +8,14 @@
 //               lengths 1..1,000 steps, both log-uniform
 //   trace:NAME  bench::resampled from tests/data/traces/NAME.csv
 // Each run is its own process (CPU time user + system and peak RSS from
-// wait4); the height is read back from the plan the run wrote.
+// wait4); the height is read back from the plan the run wrote. The lists
+// are generated in child processes of their own, so a run's peak RSS is
+// its own.
 //
 //   dense_lists --memplan PATH [--generators dense,loguniform,trace:S_1]
 //               [--sizes 1000,10000,100000,1000000] [--algorithms auto,greedy]
 //               [--dir DIR] [--seed S]
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +72,47 @@ std::size_t maxLive(const PoolProblem& p) {
   return static_cast<std::size_t>(most);
 }
 
+struct ListFacts {
+  Bytes lb = 0;
+  std::size_t live = 0;
+  bool ok = false;
+};
+
+// Writes the list to `file` in a child process (so this process, and the
+// peak RSS a run it starts inherits, never holds a large list) and returns
+// its lower bound, as read back the way the command reads it (the CSV's
+// alignment is 1), and the most buffers live at once.
+ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
+                    const std::string& file) {
+  int fd[2];
+  if (pipe(fd) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    ListFacts facts;
+    const PoolProblem p = makeList(gen, n, seed);
+    BufferList list;
+    list.problem = p;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) list.ids.push_back(std::to_string(i));
+    const std::string text = writeMiniMallocCsv(list, {});
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    if (f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fclose(f) == 0) {
+      facts.lb = lowerBound(readMiniMallocCsv(readFile(file), file).problem);
+      facts.live = maxLive(p);
+      facts.ok = true;
+    }
+    if (write(fd[1], &facts, sizeof facts) != static_cast<ssize_t>(sizeof facts)) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  ListFacts facts;
+  if (read(fd[0], &facts, sizeof facts) != static_cast<ssize_t>(sizeof facts)) facts = ListFacts{};
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return facts;
+}
+
 struct Run {
   double cpu = 0, rss_mb = 0;
   Bytes height = 0;
@@ -78,13 +122,12 @@ struct Run {
 Run run(const std::string& memplan, const std::string& list, const std::string& algorithm,
         const std::string& out) {
   Run r;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const char* argv[] = {memplan.c_str(), "plan", list.c_str(), "-a", algorithm.c_str(), "-q",
-                          "-o", out.c_str(), nullptr};
-    execv(memplan.c_str(), const_cast<char* const*>(argv));
-    _exit(127);
-  }
+  const char* argv[] = {memplan.c_str(), "plan", list.c_str(), "-a", algorithm.c_str(), "-q",
+                        "-o", out.c_str(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, memplan.c_str(), nullptr, nullptr, const_cast<char* const*>(argv),
+                  environ) != 0)
+    return r;
   int status = 0;
   rusage u{};
   if (wait4(pid, &status, 0, &u) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -139,21 +182,12 @@ int main(int argc, char** argv) {
   int bad = 0;
   for (const auto& gen : gens) {
     for (std::size_t n : sizes) {
-      const PoolProblem p = makeList(gen, n, seed);
-      BufferList list;
-      list.problem = p;
-      for (std::size_t i = 0; i < p.buffers.size(); ++i) list.ids.push_back(std::to_string(i));
       const std::string file = (std::filesystem::path(dir) / fmt::format("dense_lists_{}.csv", n)).string();
       const std::string out = (std::filesystem::path(dir) / "dense_lists_plan.csv").string();
-      {
-        const std::string text = writeMiniMallocCsv(list, {});
-        std::FILE* f = std::fopen(file.c_str(), "wb");
-        if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size()) return 1;
-        std::fclose(f);
-      }
-      // The bound of the list the command reads (the CSV's alignment is 1).
-      const Bytes lb = lowerBound(readMiniMallocCsv(readFile(file), file).problem);
-      const std::size_t live = maxLive(p);
+      const ListFacts facts = writeList(gen, n, seed, file);
+      if (!facts.ok) return 1;
+      const Bytes lb = facts.lb;
+      const std::size_t live = facts.live;
       Bytes greedy_height = 0;
       std::vector<std::pair<std::string, Run>> runs;
       for (const auto& a : algos) {

@@ -96,11 +96,12 @@ class IdleIndex {
     std::int64_t live = 0, most = 0;
     for (std::int32_t d : delta) most = std::max(most, live += d);
     // Leaves of about 8 starts and ends each (few partial allocations to
-    // read), but no more leaves than keep the words within about 4 n
-    // (objects are rarely many more than the most live at once).
+    // read), but no more leaves than keep the words within about n (8
+    // bytes a buffer; objects are rarely many more than the most live at
+    // once).
     width_ = n ? std::max<std::size_t>(1, 4 * ranks / n) : 1;
     const auto words_per_node = static_cast<std::size_t>(most / 64 + 1);
-    const std::size_t max_leaves = std::max<std::size_t>(1, n / words_per_node);
+    const std::size_t max_leaves = std::max<std::size_t>(1, n / (8 * words_per_node));
     width_ = std::max(width_, (ranks + max_leaves - 1) / max_leaves);
     leaves_ = ranks / width_ + 1;
     size_ = 1;
