@@ -8,9 +8,9 @@
 //               lengths 1..1,000 steps, both log-uniform
 //   trace:NAME  bench::resampled from tests/data/traces/NAME.csv
 // Each run is its own process (CPU time user + system and peak RSS from
-// wait4); the height is read back from the plan the run wrote. The lists
-// are generated in child processes of their own, so a run's peak RSS is
-// its own.
+// wait4); the height is read back from the plan the run wrote. Lists are
+// generated and plans read in child processes, so a run's peak RSS is its
+// own.
 //
 //   dense_lists --memplan PATH [--generators dense,loguniform,trace:S_1]
 //               [--sizes 1000,10000,100000,1000000] [--algorithms auto,greedy]
@@ -72,23 +72,43 @@ std::size_t maxLive(const PoolProblem& p) {
   return static_cast<std::size_t>(most);
 }
 
+// fn() run in a child process, its result (plain data) sent back: this
+// process never holds a large list, so the peak RSS that a run started from
+// it inherits (the kernel keeps the larger of the parent's and the run's
+// own) is the run's.
+template <class Fn>
+auto inChild(Fn fn) -> decltype(fn()) {
+  using T = decltype(fn());
+  int fd[2];
+  if (pipe(fd) != 0) return T{};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    const T value = fn();
+    if (write(fd[1], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  T value{};
+  if (read(fd[0], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) value = T{};
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return value;
+}
+
 struct ListFacts {
   Bytes lb = 0;
   std::size_t live = 0;
   bool ok = false;
 };
 
-// Writes the list to `file` in a child process (so this process, and the
-// peak RSS a run it starts inherits, never holds a large list) and returns
-// its lower bound, as read back the way the command reads it (the CSV's
-// alignment is 1), and the most buffers live at once.
+// Writes the list to `file` (in a child process) and returns its lower
+// bound, as read back the way the command reads it (the CSV's alignment is
+// 1), and the most buffers live at once.
 ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
                     const std::string& file) {
-  int fd[2];
-  if (pipe(fd) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
+  return inChild([&] {
     ListFacts facts;
     const PoolProblem p = makeList(gen, n, seed);
     BufferList list;
@@ -101,16 +121,8 @@ ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
       facts.live = maxLive(p);
       facts.ok = true;
     }
-    if (write(fd[1], &facts, sizeof facts) != static_cast<ssize_t>(sizeof facts)) _exit(1);
-    _exit(0);
-  }
-  close(fd[1]);
-  ListFacts facts;
-  if (read(fd[0], &facts, sizeof facts) != static_cast<ssize_t>(sizeof facts)) facts = ListFacts{};
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return facts;
+    return facts;
+  });
 }
 
 struct Run {
@@ -135,12 +147,16 @@ Run run(const std::string& memplan, const std::string& list, const std::string& 
   r.cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   r.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
-  const BufferList plan = readMiniMallocCsv(readFile(out), out);
-  for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {
-    if (!plan.offsets[i]) return r;
-    r.height = std::max(r.height, *plan.offsets[i] + plan.problem.buffers[i].size);
-  }
-  r.ok = true;
+  r.height = inChild([&] {
+    Bytes height = 0;
+    const BufferList plan = readMiniMallocCsv(readFile(out), out);
+    for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {
+      if (!plan.offsets[i]) return Bytes{0};
+      height = std::max(height, *plan.offsets[i] + plan.problem.buffers[i].size);
+    }
+    return height;
+  });
+  r.ok = r.height > 0;
   return r;
 }
 
