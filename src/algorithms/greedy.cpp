@@ -107,6 +107,14 @@ class IdleIndex {
     size_ = 1;
     while (size_ < leaves_) size_ *= 2;
     part_.resize(leaves_);
+    // Each leaf's list reserved to what it will hold (every buffer is
+    // placed once): no room left over from growth by doubling.
+    std::vector<std::uint32_t> parts(leaves_, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Span q = spanOf(rs[i], re[i]);
+      for (int k = 0; k < q.nparts; ++k) ++parts[q.parts[k]];
+    }
+    for (std::size_t l = 0; l < leaves_; ++l) part_[l].reserve(parts[l]);
     stride_ = words_per_node;
     bits_.assign(4 * size_ * stride_, 0);
   }
