@@ -8,11 +8,14 @@
 //               lengths 1..1,000 steps, both log-uniform
 //   trace:NAME  bench::resampled from tests/data/traces/NAME.csv
 // Each run is its own process (CPU time user + system and peak RSS from
-// wait4); the height is read back from the plan the run wrote.
+// wait4); the height is read back from the plan the run wrote. Lists are
+// generated and plans read in child processes, so a run's peak RSS is its
+// own.
 //
 //   dense_lists --memplan PATH [--generators dense,loguniform,trace:S_1]
 //               [--sizes 1000,10000,100000,1000000] [--algorithms auto,greedy]
 //               [--dir DIR] [--seed S]
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +72,59 @@ std::size_t maxLive(const PoolProblem& p) {
   return static_cast<std::size_t>(most);
 }
 
+// fn() run in a child process, its result (plain data) sent back: this
+// process never holds a large list, so the peak RSS that a run started from
+// it inherits (the kernel keeps the larger of the parent's and the run's
+// own) is the run's.
+template <class Fn>
+auto inChild(Fn fn) -> decltype(fn()) {
+  using T = decltype(fn());
+  int fd[2];
+  if (pipe(fd) != 0) return T{};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    const T value = fn();
+    if (write(fd[1], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  T value{};
+  if (read(fd[0], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) value = T{};
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return value;
+}
+
+struct ListFacts {
+  Bytes lb = 0;
+  std::size_t live = 0;
+  bool ok = false;
+};
+
+// Writes the list to `file` (in a child process) and returns its lower
+// bound, as read back the way the command reads it (the CSV's alignment is
+// 1), and the most buffers live at once.
+ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
+                    const std::string& file) {
+  return inChild([&] {
+    ListFacts facts;
+    const PoolProblem p = makeList(gen, n, seed);
+    BufferList list;
+    list.problem = p;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i) list.ids.push_back(std::to_string(i));
+    const std::string text = writeMiniMallocCsv(list, {});
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    if (f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fclose(f) == 0) {
+      facts.lb = lowerBound(readMiniMallocCsv(readFile(file), file).problem);
+      facts.live = maxLive(p);
+      facts.ok = true;
+    }
+    return facts;
+  });
+}
+
 struct Run {
   double cpu = 0, rss_mb = 0;
   Bytes height = 0;
@@ -78,13 +134,12 @@ struct Run {
 Run run(const std::string& memplan, const std::string& list, const std::string& algorithm,
         const std::string& out) {
   Run r;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const char* argv[] = {memplan.c_str(), "plan", list.c_str(), "-a", algorithm.c_str(), "-q",
-                          "-o", out.c_str(), nullptr};
-    execv(memplan.c_str(), const_cast<char* const*>(argv));
-    _exit(127);
-  }
+  const char* argv[] = {memplan.c_str(), "plan", list.c_str(), "-a", algorithm.c_str(), "-q",
+                        "-o", out.c_str(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, memplan.c_str(), nullptr, nullptr, const_cast<char* const*>(argv),
+                  environ) != 0)
+    return r;
   int status = 0;
   rusage u{};
   if (wait4(pid, &status, 0, &u) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -92,12 +147,16 @@ Run run(const std::string& memplan, const std::string& list, const std::string& 
   r.cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   r.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
-  const BufferList plan = readMiniMallocCsv(readFile(out), out);
-  for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {
-    if (!plan.offsets[i]) return r;
-    r.height = std::max(r.height, *plan.offsets[i] + plan.problem.buffers[i].size);
-  }
-  r.ok = true;
+  r.height = inChild([&] {
+    Bytes height = 0;
+    const BufferList plan = readMiniMallocCsv(readFile(out), out);
+    for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {
+      if (!plan.offsets[i]) return Bytes{0};
+      height = std::max(height, *plan.offsets[i] + plan.problem.buffers[i].size);
+    }
+    return height;
+  });
+  r.ok = r.height > 0;
   return r;
 }
 
@@ -139,21 +198,12 @@ int main(int argc, char** argv) {
   int bad = 0;
   for (const auto& gen : gens) {
     for (std::size_t n : sizes) {
-      const PoolProblem p = makeList(gen, n, seed);
-      BufferList list;
-      list.problem = p;
-      for (std::size_t i = 0; i < p.buffers.size(); ++i) list.ids.push_back(std::to_string(i));
       const std::string file = (std::filesystem::path(dir) / fmt::format("dense_lists_{}.csv", n)).string();
       const std::string out = (std::filesystem::path(dir) / "dense_lists_plan.csv").string();
-      {
-        const std::string text = writeMiniMallocCsv(list, {});
-        std::FILE* f = std::fopen(file.c_str(), "wb");
-        if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size()) return 1;
-        std::fclose(f);
-      }
-      // The bound of the list the command reads (the CSV's alignment is 1).
-      const Bytes lb = lowerBound(readMiniMallocCsv(readFile(file), file).problem);
-      const std::size_t live = maxLive(p);
+      const ListFacts facts = writeList(gen, n, seed, file);
+      if (!facts.ok) return 1;
+      const Bytes lb = facts.lb;
+      const std::size_t live = facts.live;
       Bytes greedy_height = 0;
       std::vector<std::pair<std::string, Run>> runs;
       for (const auto& a : algos) {

@@ -96,16 +96,25 @@ class IdleIndex {
     std::int64_t live = 0, most = 0;
     for (std::int32_t d : delta) most = std::max(most, live += d);
     // Leaves of about 8 starts and ends each (few partial allocations to
-    // read), but no more leaves than keep the words within about 4 n
-    // (objects are rarely many more than the most live at once).
+    // read), but no more leaves than keep the words within about n (8
+    // bytes a buffer; objects are rarely many more than the most live at
+    // once).
     width_ = n ? std::max<std::size_t>(1, 4 * ranks / n) : 1;
     const auto words_per_node = static_cast<std::size_t>(most / 64 + 1);
-    const std::size_t max_leaves = std::max<std::size_t>(1, n / words_per_node);
+    const std::size_t max_leaves = std::max<std::size_t>(1, n / (8 * words_per_node));
     width_ = std::max(width_, (ranks + max_leaves - 1) / max_leaves);
     leaves_ = ranks / width_ + 1;
     size_ = 1;
     while (size_ < leaves_) size_ *= 2;
     part_.resize(leaves_);
+    // Each leaf's list reserved to what it will hold (every buffer is
+    // placed once): no room left over from growth by doubling.
+    std::vector<std::uint32_t> parts(leaves_, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Span q = spanOf(rs[i], re[i]);
+      for (int k = 0; k < q.nparts; ++k) ++parts[q.parts[k]];
+    }
+    for (std::size_t l = 0; l < leaves_; ++l) part_[l].reserve(parts[l]);
     stride_ = words_per_node;
     bits_.assign(4 * size_ * stride_, 0);
   }
