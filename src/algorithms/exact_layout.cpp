@@ -47,9 +47,9 @@ std::vector<std::vector<pool::Segment>> collectItems(const PoolProblem& merged, 
   return segments;
 }
 
-SectionIdx sectionAt(const SearchLayout& out, TimeValue t) {
-  return static_cast<SectionIdx>(std::lower_bound(out.event_times.begin(), out.event_times.end(), t) -
-                                 out.event_times.begin());
+SectionIdx sectionAt(const SearchLayout& layout, TimeValue t) {
+  const std::vector<TimeValue>& times = layout.event_times;
+  return static_cast<SectionIdx>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
 }
 
 // Each item's segments in sections, and its hull.

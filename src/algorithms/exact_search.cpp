@@ -32,9 +32,10 @@ struct ItemState {
 struct SectionState {
   Bytes unplaced_bytes = 0;  // window bytes of its unplaced items
   Offset floor = 0;          // no unplaced item of it goes below this
-  // Its first `unplaced` entries in section_items_ are its unplaced items.
+  // Its first `unplaced` entries in its list (PartialPlacement::section_items)
+  // are its unplaced items.
   std::int32_t unplaced = 0;
-  std::uint64_t stamp = 0;   // == Searcher::stamp_: touched by this placement
+  std::uint64_t stamp = 0;   // == the placement's stamp: touched by this placement
 };
 
 // One candidate of a node's dynamic order.
@@ -127,23 +128,300 @@ class MaxTree {
   std::vector<std::int64_t> max_, add_;
 };
 
+// The partial placement at one capacity (the picture in exact_search.h),
+// and the placing and taking back of one item; the search reads the state,
+// only reset(), place() and undo() change it.
+class PartialPlacement {
+ public:
+  PartialPlacement(const ExactParams& params, Offset base, SearchLayout& layout, std::uint64_t& steps)
+      : params_(params), base_(base), layout_(layout), steps_(steps) {
+    section_items = std::move(layout.section_items);
+    slot_position = std::move(layout.slot_position);
+    slot_at_position = std::move(layout.slot_at_position);
+    const std::size_t m = layout.items.size();
+    item_state.assign(m, ItemState{kUnplaced, 0});
+    solution.assign(m, 0);
+    section_state.assign(layout.num_sections, SectionState{});
+  }
+
+  // Nothing placed at capacity `at`. False when some item or section
+  // cannot fit even so.
+  bool reset(Bytes at) {
+    capacity = at;
+    const ItemIdx m = static_cast<ItemIdx>(layout_.items.size());
+    for (ItemState& s : item_state) s.offset = kUnplaced;
+    for (ItemIdx i = 0; i < m; ++i) {
+      const Item& item = layout_.items[i];
+      Offset& lowest = item_state[i].lowest;
+      lowest = item.pin != kUnplaced ? item.pin : fit(i, base_);
+      if (lowest == kUnplaced || lowest + item.size > capacity) return false;
+      if (item.pin != kUnplaced && (item.pin < base_ || item.pin % item.alignment != 0)) return false;
+    }
+    steps_ += static_cast<std::uint64_t>(m) + static_cast<std::uint64_t>(layout_.num_sections);
+    unplaced_bytes_tree.reset(layout_.section_bytes);
+    for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
+      SectionState& sec = section_state[s];
+      sec.unplaced_bytes = layout_.section_bytes[s];
+      sec.unplaced = layout_.section_begin[s + 1] - layout_.section_begin[s];
+      sec.floor = base_;
+    }
+    spanning = layout_.spanning_at_start;
+    if (params_.unallocated_floor)
+      for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
+        const Offset lo = lowestIn(s);
+        if (lo != kUnplaced) section_state[s].floor = std::max(section_state[s].floor, lo);
+      }
+    for (SectionIdx s = 0; s < layout_.num_sections; ++s)
+      if (params_.section_inference && section_state[s].floor + section_state[s].unplaced_bytes > capacity)
+        return false;
+    trail.clear();
+    return true;
+  }
+
+  // Lowest aligned offset >= from where item i clears every pinned item
+  // (obstacles sorted by lo: one pass, x only moves up).
+  Offset fit(ItemIdx i, Offset from) const {
+    const Item& item = layout_.items[i];
+    Offset x = alignUpSat(from, item.alignment);
+    for (std::int32_t k = item.obstacles.begin; k < item.obstacles.end && x != kUnplaced; ++k) {
+      const PinObstacle& o = layout_.obstacles[k];
+      if (o.lo >= x + item.size) break;
+      if (x < o.hi) x = alignUpSat(o.hi, item.alignment);
+    }
+    return x;
+  }
+
+  // The lowest offset an unplaced item of section s can take; stops early
+  // (returning it) once one is at or below `enough`. A section's list
+  // keeps its unplaced items first.
+  Offset lowestIn(SectionIdx s, Offset enough = 0) {
+    Offset lo = kUnplaced;
+    const ItemIdx* items = section_items.data() + layout_.section_begin[s];
+    std::int32_t k = 0;
+    for (const std::int32_t e = section_state[s].unplaced; k < e; ++k) {
+      const Offset m = item_state[items[k]].lowest;
+      if (m < lo) {
+        lo = m;
+        if (lo <= enough) break;
+      }
+    }
+    steps_ += static_cast<std::uint64_t>(k) + 1;
+    return lo;
+  }
+  // Item i leaves (placed) or rejoins (undo, in reverse order) the
+  // unplaced part of each of its sections' lists.
+  void leaveSections(ItemIdx i) {
+    const Item& item = layout_.items[i];
+    std::int32_t slot = item.slots.begin;
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
+      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s, ++slot) {
+        const std::int32_t pos = slot_position[slot];
+        const std::int32_t last = layout_.section_begin[s] + --section_state[s].unplaced;
+        const ItemIdx other = section_items[last];
+        section_items[pos] = other;
+        slot_position[slot_at_position[last]] = pos;
+        slot_at_position[pos] = slot_at_position[last];
+        section_items[last] = i;
+        slot_position[slot] = last;
+        slot_at_position[last] = slot;
+      }
+  }
+  void rejoinSections(ItemIdx i) {
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
+      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s)
+        ++section_state[s].unplaced;
+  }
+  // How many sections item i holds bytes in (its slots).
+  std::uint64_t sectionsOf(ItemIdx i) const {
+    return static_cast<std::uint64_t>(layout_.items[i].slots.end - layout_.items[i].slots.begin);
+  }
+  std::uint64_t neighboursOf(ItemIdx i) const {
+    return static_cast<std::uint64_t>(layout_.items[i].neighbours.end - layout_.items[i].neighbours.begin);
+  }
+
+  // Places item i at x: updates sections and the lowest offsets of the
+  // items sharing time with it. False when that already proves the partial
+  // placement infeasible (an item pushed past its pin or past C).
+  // `hatless`: no unplaced item shares time with i.
+  bool place(ItemIdx i, Offset x, bool& hatless) {
+    item_state[i].offset = x;
+    solution[i] = x;
+    leaveSections(i);
+    ++stamp_;
+    touched_sections_.clear();
+    // Sections left, totals and floors, neighbours (undo reads them again).
+    steps_ += 3 * sectionsOf(i) + neighboursOf(i);
+    takeBytesFromSections(i, x);
+    Offset max_raised = 0;
+    const bool ok = raiseNeighbours(i, x, hatless, max_raised);
+    if (!raised_hulls_.empty()) markFloorsToRaise(max_raised);
+    // A section's floor is at least the lowest offset its unplaced items
+    // can still take.
+    for (SectionIdx s : floors_to_raise_) {
+      SectionState& sec = section_state[s];
+      const Offset lo = lowestIn(s, sec.floor);
+      if (lo != kUnplaced && sec.floor < lo) {
+        trail.push_back({s, true, sec.floor});
+        sec.floor = lo;
+      }
+    }
+    floors_to_raise_.clear();
+    return ok;
+  }
+
+  // Item i, placed at x, no longer counts in its sections' unplaced bytes
+  // and raises their floors to its top.
+  void takeBytesFromSections(ItemIdx i, Offset x) {
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
+      const Span& sp = layout_.spans[k];
+      const Offset top = x + sp.window_hi;
+      const Bytes w = sp.window_hi - sp.window_lo;
+      unplaced_bytes_tree.add(static_cast<std::size_t>(sp.first_section),
+                               static_cast<std::size_t>(sp.end_section), -static_cast<std::int64_t>(w));
+      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s) {
+        SectionState& sec = section_state[s];
+        sec.unplaced_bytes -= w;
+        if (sec.floor < top) {
+          trail.push_back({s, true, sec.floor});
+          sec.floor = top;
+        }
+        if (sec.stamp != stamp_) {
+          sec.stamp = stamp_;
+          touched_sections_.push_back(s);
+        }
+      }
+    }
+  }
+
+  // Raises the lowest offsets of i's unplaced neighbours above i at x;
+  // collects the hulls of those raised (for the floors) and the highest
+  // raise. False when a neighbour is pushed past its pin or (with
+  // capacity_inference) past C.
+  bool raiseNeighbours(ItemIdx i, Offset x, bool& hatless, Offset& max_raised) {
+    const Item& item = layout_.items[i];
+    bool ok = true;
+    for (std::int32_t k = item.neighbours.begin; k < item.neighbours.end; ++k) {
+      const ItemIdx o = layout_.neighbours[k].item;
+      const Item& other = layout_.items[o];
+      ItemState& state = item_state[o];
+      if (state.offset != kUnplaced) continue;
+      hatless = false;
+      const Offset want = x + layout_.neighbours[k].clearance;
+      if (state.lowest >= want) continue;
+      const Offset raised = other.pin != kUnplaced ? want : fit(o, want);
+      trail.push_back({o, false, state.lowest});
+      state.lowest = raised;
+      if (other.pin != kUnplaced && raised > other.pin) ok = false;
+      if (raised == kUnplaced || raised + other.size > capacity) {
+        if (params_.capacity_inference) ok = false;
+        continue;
+      }
+      if (!params_.unallocated_floor) continue;
+      max_raised = std::max(max_raised, raised);
+      for (std::int32_t q = other.spans.begin; q < other.spans.end; ++q)
+        raised_hulls_.push_back({layout_.spans[q].first_section, layout_.spans[q].end_section});
+    }
+    return ok;
+  }
+
+  // The sections of the raised items, each once: a section's floor can
+  // only rise (to at most the highest raise) where it is below that, and
+  // only prune where that leaves too little room above it.
+  void markFloorsToRaise(Offset max_raised) {
+    std::sort(raised_hulls_.begin(), raised_hulls_.end());
+    steps_ += raised_hulls_.size();
+    const Bytes room = capacity - std::min(capacity, max_raised);
+    SectionIdx next = 0;
+    for (const auto& [lo, hi] : raised_hulls_) {
+      steps_ += static_cast<std::uint64_t>(std::max(0, hi - std::max(lo, next)));
+      for (SectionIdx s = std::max(lo, next); s < hi; ++s) {
+        SectionState& sec = section_state[s];
+        if (sec.unplaced_bytes > room && sec.floor < max_raised && sec.stamp != stamp_) {
+          sec.stamp = stamp_;
+          touched_sections_.push_back(s);
+          floors_to_raise_.push_back(s);
+        }
+      }
+      next = std::max(next, hi);
+    }
+    raised_hulls_.clear();
+  }
+
+  void undo(ItemIdx i, std::size_t mark) {
+    steps_ += trail.size() - mark;
+    while (trail.size() > mark) {
+      const TrailEntry& c = trail.back();
+      if (c.is_floor)
+        section_state[c.index].floor = c.old_value;
+      else
+        item_state[c.index].lowest = c.old_value;
+      trail.pop_back();
+    }
+    const Item& item = layout_.items[i];
+    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
+      const Span& sp = layout_.spans[k];
+      unplaced_bytes_tree.add(static_cast<std::size_t>(sp.first_section),
+                               static_cast<std::size_t>(sp.end_section),
+                               static_cast<std::int64_t>(sp.window_hi - sp.window_lo));
+      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s)
+        section_state[s].unplaced_bytes += sp.window_hi - sp.window_lo;
+    }
+    rejoinSections(i);
+    item_state[i].offset = kUnplaced;
+  }
+
+  // The sections whose floor rose must still hold their unplaced bytes
+  // (the others passed at the parent, and the offset cut covers them).
+  bool check(SectionIdx ps, SectionIdx pe, Offset x) const {
+    if (!params_.section_inference) return true;
+    const bool monotonic = params_.canonical_only && params_.monotonic_floor;
+    if (monotonic) {
+      for (SectionIdx s : touched_sections_)
+        if (std::max(section_state[s].floor, x) + section_state[s].unplaced_bytes > capacity) return false;
+      return true;
+    }
+    for (SectionIdx s = ps; s < pe; ++s)
+      if (section_state[s].floor + section_state[s].unplaced_bytes > capacity) return false;
+    return true;
+  }
+
+  Bytes capacity = 0;
+  std::vector<ItemState> item_state;
+  std::vector<Offset> solution;  // the offsets of the last placement found
+  std::vector<SectionState> section_state;
+  MaxTree unplaced_bytes_tree;   // SectionState::unplaced_bytes again, for range queries
+  std::vector<std::int32_t> spanning;  // per boundary: unplaced items crossing it
+  std::vector<TrailEntry> trail;       // changes to undo, newest last
+  // The layout's section lists, reordered as items are placed: a section's
+  // unplaced items first.
+  std::vector<ItemIdx> section_items;
+  std::vector<std::int32_t> slot_position, slot_at_position;
+
+ private:
+  const ExactParams& params_;
+  const Offset base_;
+  const SearchLayout& layout_;
+  std::uint64_t& steps_;  // the search's step count
+  std::uint64_t stamp_ = 0;
+  // Scratch of one placement.
+  std::vector<SectionIdx> touched_sections_, floors_to_raise_;
+  std::vector<std::pair<SectionIdx, SectionIdx>> raised_hulls_;
+};
+
 // The decision search on one merged problem; reusable across capacities.
 class Searcher {
  public:
   Searcher(const PoolProblem& merged, const ExactParams& params)
       : params_(params),
-        base_(merged.reserved),
         layout_(buildSearchLayout(merged, params)),
-        section_items_(std::move(layout_.section_items)),
-        slot_position_(std::move(layout_.slot_position)),
-        slot_at_position_(std::move(layout_.slot_at_position)) {
+        placement_(params, merged.reserved, layout_, budget_.steps) {
     budget_.stop = params.stop;
     const std::size_t m = layout_.items.size();
-    item_state_.assign(m, ItemState{kUnplaced, 0});
-    solution_.assign(m, 0);
-    section_state_.assign(layout_.num_sections, SectionState{});
     budget_.step_limit = params_.step_limit ? params_.step_limit : ~std::uint64_t{0};
-    budget_.steps = static_cast<std::uint64_t>(m) + section_items_.size() + layout_.neighbours.size();
+    budget_.steps =
+        static_cast<std::uint64_t>(m) + placement_.section_items.size() + layout_.neighbours.size();
   }
 
   bool complete() const { return layout_.complete; }
@@ -159,18 +437,19 @@ class Searcher {
                const Clock::time_point* deadline) {
     budget_.step_end =
         budget_.steps + std::min(steps, budget_.step_limit - std::min(budget_.step_limit, budget_.steps));
-    capacity_ = capacity;
     budget_.deadline = deadline;
     budget_.timed_out = false;
     if (layout_.pins_collide) return Status::kNotFound;
-    if (!resetState()) return Status::kNotFound;
+    if (!placement_.reset(capacity)) return Status::kNotFound;
+    candidates_.clear();
+    part_items_.clear();
     const ItemIdx m = static_cast<ItemIdx>(layout_.items.size());
     // Root partitions: independent from the start where no item spans a
     // boundary.
     std::vector<SectionIdx> cuts = {0};
     if (params_.dynamic_decomposition)
       for (SectionIdx s = 0; s + 1 < layout_.num_sections; ++s)
-        if (spanning_[s] == 0) cuts.push_back(s + 1);
+        if (placement_.spanning[s] == 0) cuts.push_back(s + 1);
     cuts.push_back(layout_.num_sections);
 
     const std::size_t heuristics = params_.restarts ? std::max<std::size_t>(1, params_.preorders.size()) : 1;
@@ -203,108 +482,12 @@ class Searcher {
   // Offsets per merged buffer after kFound.
   std::vector<Offset> offsets() const {
     std::vector<Offset> out = layout_.bytesless_offsets;
-    for (std::size_t i = 0; i < layout_.items.size(); ++i) out[layout_.items[i].buffer] = solution_[i];
+    for (std::size_t i = 0; i < layout_.items.size(); ++i)
+      out[layout_.items[i].buffer] = placement_.solution[i];
     return out;
   }
 
  private:
-  // Nothing placed at capacity_. False when some item or section cannot
-  // fit even so.
-  bool resetState() {
-    const ItemIdx m = static_cast<ItemIdx>(layout_.items.size());
-    for (ItemState& s : item_state_) s.offset = kUnplaced;
-    for (ItemIdx i = 0; i < m; ++i) {
-      const Item& item = layout_.items[i];
-      Offset& lowest = item_state_[i].lowest;
-      lowest = item.pin != kUnplaced ? item.pin : fit(i, base_);
-      if (lowest == kUnplaced || lowest + item.size > capacity_) return false;
-      if (item.pin != kUnplaced && (item.pin < base_ || item.pin % item.alignment != 0)) return false;
-    }
-    budget_.steps += static_cast<std::uint64_t>(m) + static_cast<std::uint64_t>(layout_.num_sections);
-    unplaced_bytes_tree_.reset(layout_.section_bytes);
-    for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
-      SectionState& sec = section_state_[s];
-      sec.unplaced_bytes = layout_.section_bytes[s];
-      sec.unplaced = layout_.section_begin[s + 1] - layout_.section_begin[s];
-      sec.floor = base_;
-    }
-    spanning_ = layout_.spanning_at_start;
-    if (params_.unallocated_floor)
-      for (SectionIdx s = 0; s < layout_.num_sections; ++s) {
-        const Offset lo = lowestIn(s);
-        if (lo != kUnplaced) section_state_[s].floor = std::max(section_state_[s].floor, lo);
-      }
-    for (SectionIdx s = 0; s < layout_.num_sections; ++s)
-      if (params_.section_inference && section_state_[s].floor + section_state_[s].unplaced_bytes > capacity_)
-        return false;
-    trail_.clear();
-    candidates_.clear();
-    part_items_.clear();
-    return true;
-  }
-
-  // Lowest aligned offset >= from where item i clears every pinned item
-  // (obstacles sorted by lo: one pass, x only moves up).
-  Offset fit(ItemIdx i, Offset from) const {
-    const Item& item = layout_.items[i];
-    Offset x = alignUpSat(from, item.alignment);
-    for (std::int32_t k = item.obstacles.begin; k < item.obstacles.end && x != kUnplaced; ++k) {
-      const PinObstacle& o = layout_.obstacles[k];
-      if (o.lo >= x + item.size) break;
-      if (x < o.hi) x = alignUpSat(o.hi, item.alignment);
-    }
-    return x;
-  }
-
-  // The lowest offset an unplaced item of section s can take; stops early
-  // (returning it) once one is at or below `enough`. A section's list
-  // keeps its unplaced items first.
-  Offset lowestIn(SectionIdx s, Offset enough = 0) {
-    Offset lo = kUnplaced;
-    const ItemIdx* items = section_items_.data() + layout_.section_begin[s];
-    std::int32_t k = 0;
-    for (const std::int32_t e = section_state_[s].unplaced; k < e; ++k) {
-      const Offset m = item_state_[items[k]].lowest;
-      if (m < lo) {
-        lo = m;
-        if (lo <= enough) break;
-      }
-    }
-    budget_.steps += static_cast<std::uint64_t>(k) + 1;
-    return lo;
-  }
-  // Item i leaves (placed) or rejoins (undo, in reverse order) the
-  // unplaced part of each of its sections' lists.
-  void leaveSections(ItemIdx i) {
-    const Item& item = layout_.items[i];
-    std::int32_t slot = item.slots.begin;
-    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
-      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s, ++slot) {
-        const std::int32_t pos = slot_position_[slot];
-        const std::int32_t last = layout_.section_begin[s] + --section_state_[s].unplaced;
-        const ItemIdx other = section_items_[last];
-        section_items_[pos] = other;
-        slot_position_[slot_at_position_[last]] = pos;
-        slot_at_position_[pos] = slot_at_position_[last];
-        section_items_[last] = i;
-        slot_position_[slot] = last;
-        slot_at_position_[last] = slot;
-      }
-  }
-  void rejoinSections(ItemIdx i) {
-    const Item& item = layout_.items[i];
-    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
-      for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s)
-        ++section_state_[s].unplaced;
-  }
-  // How many sections item i holds bytes in (its slots).
-  std::uint64_t sectionsOf(ItemIdx i) const {
-    return static_cast<std::uint64_t>(layout_.items[i].slots.end - layout_.items[i].slots.begin);
-  }
-  std::uint64_t neighboursOf(ItemIdx i) const {
-    return static_cast<std::uint64_t>(layout_.items[i].neighbours.end - layout_.items[i].neighbours.begin);
-  }
-
   // The static preorder key of item i for one key letter (larger first).
   double key(char c, ItemIdx i) {
     const Item& item = layout_.items[i];
@@ -312,17 +495,17 @@ class Searcher {
       case 'W': return static_cast<double>(item.end - item.start);
       case 'A': return static_cast<double>(item.size) * static_cast<double>(item.end - item.start);
       case 'T': {
-        budget_.steps += sectionsOf(i);
+        budget_.steps += placement_.sectionsOf(i);
         Bytes t = 0;
         for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k)
           for (SectionIdx s = layout_.spans[k].first_section; s < layout_.spans[k].end_section; ++s)
-            t = std::max(t, section_state_[s].unplaced_bytes);
+            t = std::max(t, placement_.section_state[s].unplaced_bytes);
         return static_cast<double>(t);
       }
       case 'Z': return static_cast<double>(item.size);
       case 'L': return static_cast<double>(item.start);
       case 'U': return static_cast<double>(item.end);
-      case 'O': return static_cast<double>(neighboursOf(i));
+      case 'O': return static_cast<double>(placement_.neighboursOf(i));
       case 'C': return static_cast<double>(item.end_section - item.first_section);
       default: return 0;
     }
@@ -382,7 +565,7 @@ class Searcher {
     Offset min_height = kUnplaced;
     for (std::size_t k = eb; k < ee; ++k) {
       const ItemIdx i = candidates_[k].item;
-      const ItemState& state = item_state_[i];
+      const ItemState& state = placement_.item_state[i];
       if (state.offset != kUnplaced) continue;
       candidates_.push_back({state.lowest, candidates_[k].preorder_rank, i});
       min_height = std::min(min_height, state.lowest + layout_.items[i].size);
@@ -418,7 +601,7 @@ class Searcher {
     // must hold its unplaced bytes above it.
     Bytes max_unplaced = 0;
     const bool offset_cut = params_.canonical_only && params_.monotonic_floor && params_.section_inference;
-    if (offset_cut) max_unplaced = static_cast<Bytes>(unplaced_bytes_tree_.max(ps, pe));
+    if (offset_cut) max_unplaced = static_cast<Bytes>(placement_.unplaced_bytes_tree.max(ps, pe));
     Status result = Status::kNotFound;
     for (std::size_t k = ob; k < oe; ++k) {
       const Candidate e = candidates_[k];
@@ -431,22 +614,23 @@ class Searcher {
         if (params_.dynamic_ordering) break;  // sorted: every later one too
         continue;
       }
-      if (offset_cut && e.offset + max_unplaced > capacity_) {
+      if (offset_cut && e.offset + max_unplaced > placement_.capacity) {
         if (params_.dynamic_ordering) break;
         continue;
       }
       if (item.pin != kUnplaced && e.offset != item.pin) continue;
-      if (item.identical_before != kNoItem && item_state_[item.identical_before].offset == kUnplaced)
+      if (item.identical_before != kNoItem &&
+          placement_.item_state[item.identical_before].offset == kUnplaced)
         continue;
-      if (e.offset + item.size > capacity_) continue;
-      const std::size_t mark = trail_.size();
+      if (e.offset + item.size > placement_.capacity) continue;
+      const std::size_t mark = placement_.trail.size();
       bool hatless = true;
       Status st = Status::kNotFound;
-      if (place(i, e.offset, hatless) && check(ps, pe, e.offset)) {
+      if (placement_.place(i, e.offset, hatless) && placement_.check(ps, pe, e.offset)) {
         st = params_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, e)
                                            : search(ps, pe, ob, oe, e.offset, e.preorder_rank);
       }
-      undo(i, mark);
+      placement_.undo(i, mark);
       if (st != Status::kNotFound) {
         result = st;
         break;
@@ -465,7 +649,7 @@ class Searcher {
     const std::size_t cb = new_cuts_.size();
     budget_.steps += 2 * static_cast<std::uint64_t>(item.end_section - item.first_section);
     for (SectionIdx s = item.first_section; s + 1 < item.end_section; ++s)
-      if (--spanning_[s] == 0 && s + 1 > ps && s + 1 < pe) new_cuts_.push_back(s + 1);
+      if (--placement_.spanning[s] == 0 && s + 1 > ps && s + 1 < pe) new_cuts_.push_back(s + 1);
     Status st;
     if (new_cuts_.size() == cb) {
       st = search(ps, pe, ob, oe, e.offset, e.preorder_rank);
@@ -481,7 +665,7 @@ class Searcher {
         budget_.steps += oe - ob;
         for (std::size_t k = ob; k < oe; ++k) {
           const ItemIdx o = candidates_[k].item;
-          if (item_state_[o].offset == kUnplaced && layout_.items[o].end_section > from &&
+          if (placement_.item_state[o].offset == kUnplaced && layout_.items[o].end_section > from &&
               layout_.items[o].first_section < to)
             part_items_.push_back(o);
         }
@@ -492,155 +676,8 @@ class Searcher {
       }
     }
     new_cuts_.resize(cb);
-    for (SectionIdx s = item.first_section; s + 1 < item.end_section; ++s) ++spanning_[s];
+    for (SectionIdx s = item.first_section; s + 1 < item.end_section; ++s) ++placement_.spanning[s];
     return st;
-  }
-
-  // Places item i at x: updates sections and the lowest offsets of the
-  // items sharing time with it. False when that already proves the partial
-  // placement infeasible (an item pushed past its pin or past C).
-  // `hatless`: no unplaced item shares time with i.
-  bool place(ItemIdx i, Offset x, bool& hatless) {
-    item_state_[i].offset = x;
-    solution_[i] = x;
-    leaveSections(i);
-    ++stamp_;
-    touched_sections_.clear();
-    // Sections left, totals and floors, neighbours (undo reads them again).
-    budget_.steps += 3 * sectionsOf(i) + neighboursOf(i);
-    takeBytesFromSections(i, x);
-    Offset max_raised = 0;
-    const bool ok = raiseNeighbours(i, x, hatless, max_raised);
-    if (!raised_hulls_.empty()) markFloorsToRaise(max_raised);
-    // A section's floor is at least the lowest offset its unplaced items
-    // can still take.
-    for (SectionIdx s : floors_to_raise_) {
-      SectionState& sec = section_state_[s];
-      const Offset lo = lowestIn(s, sec.floor);
-      if (lo != kUnplaced && sec.floor < lo) {
-        trail_.push_back({s, true, sec.floor});
-        sec.floor = lo;
-      }
-    }
-    floors_to_raise_.clear();
-    return ok;
-  }
-
-  // Item i, placed at x, no longer counts in its sections' unplaced bytes
-  // and raises their floors to its top.
-  void takeBytesFromSections(ItemIdx i, Offset x) {
-    const Item& item = layout_.items[i];
-    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
-      const Span& sp = layout_.spans[k];
-      const Offset top = x + sp.window_hi;
-      const Bytes w = sp.window_hi - sp.window_lo;
-      unplaced_bytes_tree_.add(static_cast<std::size_t>(sp.first_section),
-                               static_cast<std::size_t>(sp.end_section), -static_cast<std::int64_t>(w));
-      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s) {
-        SectionState& sec = section_state_[s];
-        sec.unplaced_bytes -= w;
-        if (sec.floor < top) {
-          trail_.push_back({s, true, sec.floor});
-          sec.floor = top;
-        }
-        if (sec.stamp != stamp_) {
-          sec.stamp = stamp_;
-          touched_sections_.push_back(s);
-        }
-      }
-    }
-  }
-
-  // Raises the lowest offsets of i's unplaced neighbours above i at x;
-  // collects the hulls of those raised (for the floors) and the highest
-  // raise. False when a neighbour is pushed past its pin or (with
-  // capacity_inference) past C.
-  bool raiseNeighbours(ItemIdx i, Offset x, bool& hatless, Offset& max_raised) {
-    const Item& item = layout_.items[i];
-    bool ok = true;
-    for (std::int32_t k = item.neighbours.begin; k < item.neighbours.end; ++k) {
-      const ItemIdx o = layout_.neighbours[k].item;
-      const Item& other = layout_.items[o];
-      ItemState& state = item_state_[o];
-      if (state.offset != kUnplaced) continue;
-      hatless = false;
-      const Offset want = x + layout_.neighbours[k].clearance;
-      if (state.lowest >= want) continue;
-      const Offset raised = other.pin != kUnplaced ? want : fit(o, want);
-      trail_.push_back({o, false, state.lowest});
-      state.lowest = raised;
-      if (other.pin != kUnplaced && raised > other.pin) ok = false;
-      if (raised == kUnplaced || raised + other.size > capacity_) {
-        if (params_.capacity_inference) ok = false;
-        continue;
-      }
-      if (!params_.unallocated_floor) continue;
-      max_raised = std::max(max_raised, raised);
-      for (std::int32_t q = other.spans.begin; q < other.spans.end; ++q)
-        raised_hulls_.push_back({layout_.spans[q].first_section, layout_.spans[q].end_section});
-    }
-    return ok;
-  }
-
-  // The sections of the raised items, each once: a section's floor can
-  // only rise (to at most the highest raise) where it is below that, and
-  // only prune where that leaves too little room above it.
-  void markFloorsToRaise(Offset max_raised) {
-    std::sort(raised_hulls_.begin(), raised_hulls_.end());
-    budget_.steps += raised_hulls_.size();
-    const Bytes room = capacity_ - std::min(capacity_, max_raised);
-    SectionIdx next = 0;
-    for (const auto& [lo, hi] : raised_hulls_) {
-      budget_.steps += static_cast<std::uint64_t>(std::max(0, hi - std::max(lo, next)));
-      for (SectionIdx s = std::max(lo, next); s < hi; ++s) {
-        SectionState& sec = section_state_[s];
-        if (sec.unplaced_bytes > room && sec.floor < max_raised && sec.stamp != stamp_) {
-          sec.stamp = stamp_;
-          touched_sections_.push_back(s);
-          floors_to_raise_.push_back(s);
-        }
-      }
-      next = std::max(next, hi);
-    }
-    raised_hulls_.clear();
-  }
-
-  void undo(ItemIdx i, std::size_t mark) {
-    budget_.steps += trail_.size() - mark;
-    while (trail_.size() > mark) {
-      const TrailEntry& c = trail_.back();
-      if (c.is_floor)
-        section_state_[c.index].floor = c.old_value;
-      else
-        item_state_[c.index].lowest = c.old_value;
-      trail_.pop_back();
-    }
-    const Item& item = layout_.items[i];
-    for (std::int32_t k = item.spans.begin; k < item.spans.end; ++k) {
-      const Span& sp = layout_.spans[k];
-      unplaced_bytes_tree_.add(static_cast<std::size_t>(sp.first_section),
-                               static_cast<std::size_t>(sp.end_section),
-                               static_cast<std::int64_t>(sp.window_hi - sp.window_lo));
-      for (SectionIdx s = sp.first_section; s < sp.end_section; ++s)
-        section_state_[s].unplaced_bytes += sp.window_hi - sp.window_lo;
-    }
-    rejoinSections(i);
-    item_state_[i].offset = kUnplaced;
-  }
-
-  // The sections whose floor rose must still hold their unplaced bytes
-  // (the others passed at the parent, and the offset cut covers them).
-  bool check(SectionIdx ps, SectionIdx pe, Offset x) const {
-    if (!params_.section_inference) return true;
-    const bool monotonic = params_.canonical_only && params_.monotonic_floor;
-    if (monotonic) {
-      for (SectionIdx s : touched_sections_)
-        if (std::max(section_state_[s].floor, x) + section_state_[s].unplaced_bytes > capacity_) return false;
-      return true;
-    }
-    for (SectionIdx s = ps; s < pe; ++s)
-      if (section_state_[s].floor + section_state_[s].unplaced_bytes > capacity_) return false;
-    return true;
   }
 
   // What the search may spend, and has.
@@ -654,32 +691,17 @@ class Searcher {
   };
 
   const ExactParams& params_;
-  const Offset base_;
-  SearchLayout layout_;  // fixed for every capacity (but the lists moved out below)
-  // The layout's section lists, reordered as items are placed: a section's
-  // unplaced items first.
-  std::vector<ItemIdx> section_items_;
-  std::vector<std::int32_t> slot_position_, slot_at_position_;
-
-  // The current partial placement at capacity_.
-  Bytes capacity_ = 0;
-  std::string preorder_keys_;             // this restart's key letters ("WAT")
-  std::vector<ItemState> item_state_;
-  std::vector<Offset> solution_;          // the offsets of the last placement found
-  std::vector<SectionState> section_state_;
-  MaxTree unplaced_bytes_tree_;           // SectionState::unplaced_bytes again, for range queries
-  std::vector<std::int32_t> spanning_;    // per boundary: unplaced items spanning it
-  std::uint64_t stamp_ = 0;
-  std::vector<TrailEntry> trail_;         // changes to undo, newest last
+  Budget budget_;
+  SearchLayout layout_;  // fixed for every capacity (but the lists PartialPlacement takes)
+  PartialPlacement placement_;
+  std::string preorder_keys_;  // this restart's key letters ("WAT")
   // Stacks of the recursion: every node's candidate order, every part's items.
   std::vector<Candidate> candidates_;
   std::vector<ItemIdx> part_items_;
-  // Scratch of one placement or one preorder.
-  std::vector<SectionIdx> touched_sections_, floors_to_raise_, new_cuts_;
-  std::vector<std::pair<SectionIdx, SectionIdx>> raised_hulls_;
+  // Scratch of one decomposition or one preorder.
+  std::vector<SectionIdx> new_cuts_;
   std::vector<double> keys_;
   std::vector<std::size_t> preorder_scratch_;
-  Budget budget_;
 };
 
 // Greatest common divisor of every size, alignment, pin and the prefix:

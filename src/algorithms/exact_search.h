@@ -28,16 +28,17 @@
 //   section_bytes     per section, all items' bytes: 32 48 48 32
 //   spanning_at_start per boundary, the items crossing it: 1 1 1
 //
-// The partial placement (Searcher, exact_search.cpp; undone through trail_):
-//   item_state_[i]     offset (or unplaced) and the lowest offset it can
+// The partial placement (PartialPlacement, exact_search.cpp; undone
+// through its trail):
+//   item_state[i]      offset (or unplaced) and the lowest offset it can
 //                      still take
-//   section_state_[s]  unplaced bytes, floor, unplaced item count
-//   spanning_          per boundary, the unplaced items crossing it
+//   section_state[s]   unplaced bytes, floor, unplaced item count
+//   spanning           per boundary, the unplaced items crossing it
 //
 // Placing a at 0: b's lowest offset rises to 32 (a's neighbour); s0 and
 // s1 lose a's 32 bytes (unplaced 0 and 16) and their floors rise to 32;
 // a no longer crosses s0|s1, so s0 and s1..s3 are searched apart. Each
-// change to a floor or a lowest offset is pushed on trail_ with its old
+// change to a floor or a lowest offset is pushed on the trail with its old
 // value and popped when a is taken back.
 //
 // The decision search (solveWithinCapacity) is a depth-first search over
