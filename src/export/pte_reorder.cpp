@@ -49,7 +49,7 @@ namespace {
 using namespace pte;
 
 // One instruction as far as the order is concerned.
-struct Instr {
+struct PteInstr {
   InstructionType type = kNoInstruction;
   std::vector<std::pair<std::int32_t, bool>> values;  // (value index, written)
   std::int32_t dest = -1;      // a jump's destination (chain index)
@@ -58,9 +58,9 @@ struct Instr {
 };
 
 // One method's chain, where its lists lie, and what its values are.
-struct MethodChain {
+struct PteChain {
   std::string fixed;                      // why its order stays ("" = may change)
-  std::vector<Instr> instrs;
+  std::vector<PteInstr> instrs;
   std::size_t slots = 0;                  // byte position of instruction slot 0
   std::vector<std::size_t> targets;       // each instruction's table
   bool stack = false;                     // a stack trace per instruction
@@ -70,19 +70,19 @@ struct MethodChain {
 };
 
 // A vector of offsets whose tables all lie after it can be permuted.
-bool permutable(std::size_t slots, const std::vector<std::size_t>& targets) {
+bool pteSlotsPermutable(std::size_t slots, const std::vector<std::size_t>& targets) {
   const std::size_t end = slots + 4 * targets.size();
   return std::all_of(targets.begin(), targets.end(), [&](std::size_t t) { return t >= end; });
 }
 
-std::vector<MethodChain> readChains(const PteProgram& p) {
+std::vector<PteChain> pteReadChains(const PteProgram& p) {
   const AlignedBytes aligned(p.bytes);
   Reader r(aligned.data(), static_cast<std::size_t>(p.program_size), p.source);
   const fb::Table* program = r.root();
   const auto* plans = r.vector<fb::uoffset_t>(program, program_f::kExecutionPlan, Where{}, "execution_plan");
-  std::vector<MethodChain> out(p.methods.size());
+  std::vector<PteChain> out(p.methods.size());
   for (std::size_t mi = 0; mi < out.size() && plans && mi < plans->size(); ++mi) {
-    MethodChain& mc = out[mi];
+    PteChain& mc = out[mi];
     const auto at = [&](const char* what, std::int64_t index = -1) {
       return Where{what, index, static_cast<std::int64_t>(mi), &p.methods[mi].name};
     };
@@ -114,7 +114,7 @@ std::vector<MethodChain> readChains(const PteProgram& p) {
         const Where w = at("instruction", static_cast<std::int64_t>(mc.instrs.size()));
         const fb::Table* ins = r.tableAt(instrs, k, w);
         if (c == 0) mc.targets.push_back(r.pos(ins));
-        Instr in;
+        PteInstr in;
         in.type = static_cast<InstructionType>(
             r.scalar<std::uint8_t>(ins, instruction_f::kArgsType, kNoInstruction, w, "instr_args_type"));
         const fb::Table* args = in.type >= kKernelCall && in.type <= kFreeCall
@@ -180,8 +180,8 @@ std::vector<MethodChain> readChains(const PteProgram& p) {
         }
       }
     }
-    if (mc.fixed.empty() && (!permutable(mc.slots, mc.targets) ||
-                             (mc.stack && !permutable(mc.stack_slots, mc.stack_targets))))
+    if (mc.fixed.empty() && (!pteSlotsPermutable(mc.slots, mc.targets) ||
+                             (mc.stack && !pteSlotsPermutable(mc.stack_slots, mc.stack_targets))))
       mc.fixed = "its instruction tables lie before their list (the list cannot be permuted in place)";
     if (mc.fixed.empty() && mc.instrs.size() != p.model.graphs[mi].nodes.size())
       mc.fixed = "its graph does not have one node per instruction";
@@ -189,14 +189,14 @@ std::vector<MethodChain> readChains(const PteProgram& p) {
   return out;
 }
 
-std::int32_t findRoot(std::vector<std::int32_t>& parent, std::int32_t x) {
+std::int32_t pteFindRoot(std::vector<std::int32_t>& parent, std::int32_t x) {
   while (parent[static_cast<std::size_t>(x)] != x)
     x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
   return x;
 }
 
 // Steps 1-3 of the comment above for method `m`.
-std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::size_t m, const MethodChain& mc) {
+std::vector<std::pair<NodeId, NodeId>> pteMethodEdges(const PteProgram& p, std::size_t m, const PteChain& mc) {
   const PteMethod& pm = p.methods[m];
   const Graph& graph = p.model.graphs[m];
   const auto nv = static_cast<std::int32_t>(pm.value_tensor.size());
@@ -221,8 +221,8 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
   std::iota(parent.begin(), parent.end(), 0);
   const auto unite = [&](std::int32_t a, std::int32_t b) {
     if (a < 0 || b < 0) return;
-    a = findRoot(parent, a);
-    b = findRoot(parent, b);
+    a = pteFindRoot(parent, a);
+    b = pteFindRoot(parent, b);
     if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
   };
   const auto tensorOf = [&](std::int32_t v) {
@@ -241,7 +241,7 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
   };
   std::vector<char> ordered(static_cast<std::size_t>(nv), 0);
   std::vector<std::int32_t> linked;  // values moved between
-  for (const Instr& in : mc.instrs) {
+  for (const PteInstr& in : mc.instrs) {
     if (in.type == kMoveCall) {
       std::vector<std::int32_t> all = {in.move_from, in.move_to};
       for (std::int32_t v : {in.move_from, in.move_to})
@@ -264,19 +264,19 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
       }
     }
   }
-  for (std::int32_t v : linked) ordered[static_cast<std::size_t>(findRoot(parent, v))] = 1;
+  for (std::int32_t v : linked) ordered[static_cast<std::size_t>(pteFindRoot(parent, v))] = 1;
   // State, inputs and constants.
   std::vector<char> preexisting(static_cast<std::size_t>(nv), 0);
   for (std::int32_t v = 0; v < nv; ++v) {
     const TensorId t = tensorOf(v);
     if (t == kNone) continue;
-    const auto k = static_cast<std::size_t>(findRoot(parent, v));
+    const auto k = static_cast<std::size_t>(pteFindRoot(parent, v));
     if (p.tensors[t].state || p.tensors[t].shared || p.model.tensors[t].kind == TensorKind::MutableBuffer)
       ordered[k] = 1;
     if (p.model.tensors[t].kind == TensorKind::Constant) preexisting[k] = 1;
   }
   for (TensorId t : graph.inputs)
-    if (const std::int32_t v = valueOf(t); v >= 0) preexisting[static_cast<std::size_t>(findRoot(parent, v))] = 1;
+    if (const std::int32_t v = valueOf(t); v >= 0) preexisting[static_cast<std::size_t>(pteFindRoot(parent, v))] = 1;
 
   std::vector<std::pair<NodeId, NodeId>> edges;
   std::vector<NodeId> last_write(static_cast<std::size_t>(nv), kNone);
@@ -288,7 +288,7 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
     acc.clear();
     const auto add = [&](std::int32_t v, bool w) {
       if (v < 0 || v >= nv) return;
-      const std::int32_t k = findRoot(parent, v);
+      const std::int32_t k = pteFindRoot(parent, v);
       // A storage first named here, made by no instruction before: written.
       const bool made = tensorOf(v) != kNone && !named[static_cast<std::size_t>(k)] &&
                         !preexisting[static_cast<std::size_t>(k)];
@@ -316,7 +316,7 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
   // Barriers: jumps and their destinations.
   std::vector<char> barrier(static_cast<std::size_t>(n), 0);
   for (NodeId i = 0; i < n; ++i) {
-    const Instr& in = mc.instrs[static_cast<std::size_t>(i)];
+    const PteInstr& in = mc.instrs[static_cast<std::size_t>(i)];
     if (in.type != kJumpFalseCall) continue;
     barrier[static_cast<std::size_t>(i)] = 1;
     if (in.dest >= 0 && in.dest < n) barrier[static_cast<std::size_t>(in.dest)] = 1;
@@ -339,7 +339,7 @@ std::vector<std::pair<NodeId, NodeId>> methodEdges(const PteProgram& p, std::siz
   return edges;
 }
 
-std::vector<std::string> listingLines(const std::string& text) {
+std::vector<std::string> pteListingLines(const std::string& text) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -354,9 +354,9 @@ std::vector<std::string> listingLines(const std::string& text) {
 // The original's listing as the reordered program should list it: each
 // instruction's (and stack trace entry's) lines under its new index, jump
 // destinations remapped.
-std::vector<std::string> expectedListing(const std::string& listing,
+std::vector<std::string> pteExpectedListing(const std::string& listing,
                                          const std::vector<std::vector<std::int32_t>>& new_index) {
-  std::vector<std::string> out = listingLines(listing);
+  std::vector<std::string> out = pteListingLines(listing);
   for (std::string& line : out) {
     std::size_t m = 0;
     if (line.rfind("execution_plan[", 0) != 0) continue;
@@ -384,34 +384,34 @@ std::vector<std::string> expectedListing(const std::string& listing,
 }
 
 template <typename T>
-void putScalar(std::string& out, std::size_t at, T value) {
+void ptePutScalar(std::string& out, std::size_t at, T value) {
   T le = fb::EndianScalar(value);
   std::memcpy(out.data() + at, &le, sizeof(T));
 }
 
-void permuteSlots(std::string& out, std::size_t slots, const std::vector<std::size_t>& targets,
+void ptePermuteSlots(std::string& out, std::size_t slots, const std::vector<std::size_t>& targets,
                   const std::vector<NodeId>& order) {
   for (std::size_t i = 0; i < order.size(); ++i)
-    putScalar<fb::uoffset_t>(out, slots + 4 * i,
+    ptePutScalar<fb::uoffset_t>(out, slots + 4 * i,
                              static_cast<fb::uoffset_t>(targets[static_cast<std::size_t>(order[i])] - (slots + 4 * i)));
 }
 
 }  // namespace
 
 OrderConstraints pteOrderConstraints(const PteProgram& program) {
-  const std::vector<MethodChain> chains = readChains(program);
+  const std::vector<PteChain> chains = pteReadChains(program);
   OrderConstraints c;
   c.edges.resize(program.methods.size());
   c.fixed.resize(program.methods.size());
   for (std::size_t m = 0; m < program.methods.size(); ++m) {
     c.fixed[m] = chains[m].fixed;
-    if (c.fixed[m].empty()) c.edges[m] = methodEdges(program, m, chains[m]);
+    if (c.fixed[m].empty()) c.edges[m] = pteMethodEdges(program, m, chains[m]);
   }
   return c;
 }
 
 PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<NodeId>>& orders) {
-  const std::vector<MethodChain> chains = readChains(program);
+  const std::vector<PteChain> chains = pteReadChains(program);
   OrderConstraints c;
   c.edges.resize(program.methods.size());
   c.fixed.resize(program.methods.size());
@@ -421,11 +421,11 @@ PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<N
   for (std::size_t m = 0; m < orders.size() && m < program.methods.size(); ++m) {
     const std::vector<NodeId>& order = orders[m];
     if (order.empty()) continue;
-    const MethodChain& mc = chains[m];
+    const PteChain& mc = chains[m];
     const auto label = methodLabel(program, static_cast<GraphId>(m));
     if (!mc.fixed.empty())
       throw InputError(fmt::format("{}: {}: its instructions keep their order: {}", program.source, label, mc.fixed));
-    c.edges[m] = methodEdges(program, m, mc);
+    c.edges[m] = pteMethodEdges(program, m, mc);
     if (order.size() != mc.instrs.size() ||
         !isValidOrder(program.model, static_cast<GraphId>(m), order, &c))
       throw InputError(fmt::format("{}: {}: the order is not one its instructions can run in (a value "
@@ -435,9 +435,9 @@ PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<N
     auto& map = new_index[m];
     map.assign(order.size(), 0);
     for (std::int32_t i = 0; i < n; ++i) map[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
-    permuteSlots(out, mc.slots, mc.targets, order);
-    if (mc.stack) permuteSlots(out, mc.stack_slots, mc.stack_targets, order);
-    for (const Instr& in : mc.instrs) {
+    ptePermuteSlots(out, mc.slots, mc.targets, order);
+    if (mc.stack) ptePermuteSlots(out, mc.stack_slots, mc.stack_targets, order);
+    for (const PteInstr& in : mc.instrs) {
       if (in.type != kJumpFalseCall) continue;
       const std::int32_t dest = in.dest >= 0 && in.dest < n ? map[static_cast<std::size_t>(in.dest)] : in.dest;
       if (dest == in.dest) continue;
@@ -445,7 +445,7 @@ PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<N
       if (in.dest_at == 0 || (!fresh && it->second != dest))
         throw InputError(fmt::format("{}: {}: a jump's destination cannot be rewritten in place",
                                      program.source, label));
-      putScalar<std::int32_t>(out, in.dest_at, dest);
+      ptePutScalar<std::int32_t>(out, in.dest_at, dest);
     }
   }
   PteProgram r = program;
@@ -453,8 +453,8 @@ PteProgram reorderPte(const PteProgram& program, const std::vector<std::vector<N
   r.model = applyOrder(program.model, orders);
   // Nothing but the order changed.
   const std::string name = program.source + " (reordered)";
-  if (expectedListing(describePte(program.bytes, program.source, true), new_index) !=
-      expectedListing(describePte(r.bytes, name, true), {}))
+  if (pteExpectedListing(describePte(program.bytes, program.source, true), new_index) !=
+      pteExpectedListing(describePte(r.bytes, name, true), {}))
     throw PlanError(fmt::format("{}: the reordered program lists other fields than the original's "
                                 "instructions in the new order", program.source));
   return r;
