@@ -327,11 +327,12 @@ std::string replayIssueName(ReplayIssue i) {
 
 py::object maybeStr(const std::string& s) { return s.empty() ? py::object(py::none()) : py::object(py::str(s)); }
 
-}  // namespace
+// The module, in the order a user meets it: errors, inputs, plans, the
+// verdicts, plan files and spec lists (ExecuTorch's plug-in). Each binds
+// the library's own calls and checks nothing the library does not.
 
-PYBIND11_MODULE(_memplan, m) {
-  m.doc() = "memplan's C++ library (memplan/memplan.h) for Python; use the `memplan` package.";
-
+// InputError and PlanError, worded as Python calls (inShellTerms).
+void bindErrors(py::module_& m) {
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
   static py::exception<PlanError> plan_error(m, "PlanError", PyExc_RuntimeError);
   // Messages quote file contents, which need not be UTF-8: bytes that are
@@ -352,8 +353,10 @@ PYBIND11_MODULE(_memplan, m) {
       raise(plan_error.ptr(), inShellTerms(e.what(), Shell::Python));
     }
   });
+}
 
-  // ---- Input ----
+// memplan.read / read_bytes and the Input they return.
+void bindInput(py::module_& m) {
   py::class_<Input, std::shared_ptr<Input>>(m, "Input",
       "An input read by memplan.read(): a model (ONNX, TFLite, memplan graph JSON), an "
       "ExecuTorch spec list, or a MiniMalloc buffer list. Immutable.")
@@ -407,8 +410,10 @@ PYBIND11_MODULE(_memplan, m) {
         },
         py::arg("data"), py::arg("name"), py::arg("input_shapes"), py::arg("dims"), py::arg("alias_views"),
         py::arg("unknown_size_bytes"), py::arg("ignore_offline_plan") = false);
+}
 
-  // ---- Plan ----
+// The parts of a plan: allocations, pools, one graph's plan.
+void bindPlanParts(py::module_& m) {
   py::class_<PyAllocation>(m, "Allocation", "Where one planned tensor (storage) lives.")
       .def_readonly("id", &PyAllocation::id,
                     "The plan file's id: a spec list's integer id, else the tensor (buffer) name; None "
@@ -462,7 +467,12 @@ PYBIND11_MODULE(_memplan, m) {
       .def_property_readonly("pools", [](const PyGraphPlan& g) { return poolsOf(g.g()); })
       .def_property_readonly("allocations", [](const PyGraphPlan& g) { return allocationsOf(g.g()); });
 
-  py::class_<PyPlan>(m, "Plan", "A plan: pools and offsets for every planned tensor of every graph.")
+}
+
+// Plan: what it holds, and its writers (the CLI's -o, --emit-c, --write-*).
+void bindPlan(py::module_& m) {
+  py::class_<PyPlan> plan(m, "Plan", "A plan: pools and offsets for every planned tensor of every graph.");
+  plan
       .def_property_readonly("input", [](const PyPlan& p) { return std::const_pointer_cast<Input>(p.input); },
                              "The Input it was made from.")
       .def_property_readonly("algorithm", [](const PyPlan& p) { return p.plan->algorithm; },
@@ -521,7 +531,8 @@ PYBIND11_MODULE(_memplan, m) {
             }
             return out; },
           "The order search (reorder=True or 'report'), per graph: the order found and its "
-          "bound beside the given order's; None without a search.")
+          "bound beside the given order's; None without a search.");
+  plan
       .def("to_json", [](const PyPlan& p, bool include_timing) {
             WritePlanOptions o;
             o.include_timing = include_timing;
@@ -587,7 +598,10 @@ PYBIND11_MODULE(_memplan, m) {
             writeSvg(path, *p.plan, *p.input, o); },
           py::arg("path"), py::arg("title") = "",
           "Writes a static SVG picture of the layout (`memplan plan --svg`), atomically.");
+}
 
+// memplan.plan: a PlanRequest from keywords.
+void bindPlanning(py::module_& m) {
   m.def("plan",
         [](const InputPtr& input, const std::string& algorithm, Bytes alignment, std::optional<std::int64_t> extra_padding,
            bool plan_inputs, bool plan_outputs, bool plan_mutable_buffers, bool per_device, double effort,
@@ -627,7 +641,10 @@ PYBIND11_MODULE(_memplan, m) {
         py::arg("share_mutable_buffers") = false, py::arg("allow_pinned_overlap") = false,
         py::arg("reorder") = "");
 
-  // ---- verify / replay ----
+}
+
+// verify and replay, and their verdicts.
+void bindVerdicts(py::module_& m) {
   py::class_<PyVerify>(m, "VerifyResult", "The verifier's verdict on a plan.")
       .def_property_readonly("ok", [](const PyVerify& v) { return v.r.ok(); })
       .def("__bool__", [](const PyVerify& v) { return v.r.ok(); })
@@ -688,7 +705,10 @@ PYBIND11_MODULE(_memplan, m) {
           return memplan::replay(*input, *plan.plan, o);
         }, py::arg("input"), py::arg("plan"), py::arg("max_dense_bytes"), py::arg("force_sparse"));
 
-  // ---- plan files ----
+}
+
+// Plan files, carried plans, the algorithm list and spec lists.
+void bindPlanFiles(py::module_& m) {
   m.def("read_plan", [](const std::filesystem::path& path, const InputPtr& input) {
           std::shared_ptr<const Plan> plan;
           {
@@ -768,5 +788,18 @@ PYBIND11_MODULE(_memplan, m) {
         "Plans an in-memory spec list (the ExecuTorch plug-in's entry). mem_id 0 = none, "
         "inplace_base -1 = none; capacities {mem_id: bytes} spill into the pools of spill_order.");
 
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_memplan, m) {
+  m.doc() = "memplan's C++ library (memplan/memplan.h) for Python; use the `memplan` package.";
+  bindErrors(m);
+  bindInput(m);
+  bindPlanParts(m);
+  bindPlan(m);
+  bindPlanning(m);
+  bindVerdicts(m);
+  bindPlanFiles(m);
   m.attr("__version__") = MEMPLAN_VERSION;
 }
