@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,31 @@ std::string listName(const ::testing::TestParamInfo<Pinned>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Lists, AutoHeights, ::testing::ValuesIn(kPinned), listName);
+
+// MiniMalloc's challenging D: the lowest height known, 1,025,024 bytes
+// (1.0395x the load bound; auto's 1,031,168 was the best before), found by
+// `memplan plan D.1048576.csv -a exact --effort 10` (73 s of CPU, too long
+// for this suite). The solution is kept beside the list and checked here
+// by the test's own placement check.
+TEST(BestKnown, ChallengingDAt1025024) {
+  const std::filesystem::path dir = test::dataDir() / "minimalloc-challenging";
+  const BufferList list = readMiniMallocCsv(test::readText(dir / "D.1048576.csv"), "D.csv");
+  const BufferList sol =
+      readMiniMallocCsv(test::readText(dir / "solutions/D.1048576.csv"), "D.solution.csv");
+  ASSERT_EQ(sol.problem.buffers.size(), list.problem.buffers.size());
+  ASSERT_EQ(sol.offsets.size(), list.problem.buffers.size());
+  std::vector<Offset> offsets;
+  for (std::size_t k = 0; k < sol.offsets.size(); ++k) {
+    const Buffer& a = list.problem.buffers[k];
+    const Buffer& b = sol.problem.buffers[k];
+    ASSERT_TRUE(a.start == b.start && a.end == b.end && a.size == b.size) << a.name;
+    ASSERT_TRUE(sol.offsets[k].has_value()) << a.name;
+    offsets.push_back(*sol.offsets[k]);
+  }
+  EXPECT_EQ(test::checkPoolPlacement(list.problem, offsets), "");
+  EXPECT_EQ(test::placementBytes(list.problem, offsets), 1'025'024u);
+  EXPECT_EQ(lowerBound(list.problem), 986'112u);
+}
 
 // Issue 27's reproducer: buffer i lives [i, i + width), its size
 // 1 + (i * 7919) mod 100003 bytes (found by hostile-input testing of
