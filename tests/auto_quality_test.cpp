@@ -91,11 +91,11 @@ std::string listName(const ::testing::TestParamInfo<Pinned>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Lists, AutoHeights, ::testing::ValuesIn(kPinned), listName);
 
-// MiniMalloc's challenging D and J: the lowest heights known, 1,025,024
-// and 1,029,120 bytes (1.0395x and 1.0404x their load bounds; auto's
+// MiniMalloc's challenging D and J: the lowest heights known, 1,018,880
+// and 1,029,120 bytes (1.0332x and 1.0404x their load bounds; auto's
 // 1,031,168 and 1,035,264 were the best before), found by
-// `memplan plan X.1048576.csv -a exact --effort 10` (73 s and 43 s of CPU,
-// too long for this suite). The solutions are kept beside the lists and
+// `memplan plan X.1048576.csv -a exact --effort E` (D: effort 30, 274 s
+// of CPU; J: effort 10, 43 s; too long for this suite). The solutions are kept beside the lists and
 // checked here by the test's own placement check.
 struct BestKnown {
   const char* list;  // under tests/data/minimalloc-challenging
@@ -127,7 +127,7 @@ TEST_P(BestKnownSolution, IsValidAtItsHeight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Challenging, BestKnownSolution,
-                         ::testing::Values(BestKnown{"D.1048576.csv", 1'025'024, 986'112},
+                         ::testing::Values(BestKnown{"D.1048576.csv", 1'018'880, 986'112},
                                            BestKnown{"J.1048576.csv", 1'029'120, 989'184}));
 
 // Issue 27's reproducer: buffer i lives [i, i + width), its size
