@@ -8,12 +8,14 @@
 //     solveOffsets ── per pool, merged problem ──────────────────────────┐
 //       SearchState { pool, bounds, budget, incumbent, proof, work }     │
 //         stage 1 ─► stage 2 ─► ... ─► stage k    (in the declared order) │
-//         after each stage that ran: PoolSolution::stages += {name,       │
+//         after each named stage that ran: PoolSolution::stages += {name, │
 //         size of the incumbent, work the stage spent}                    │
 //       the incumbent's offsets ─► hints, expansion, the solution ◄──────┘
 //
-// A stage keeps the incumbent unless it finds a strictly lower placement
-// (Incumbent::offer), so a list is never larger than any of its prefixes:
+// A stage never leaves the incumbent higher than it found it (most take a
+// placement only when strictly lower: Incumbent::offer; the "exact"
+// algorithm's last stage also takes its search's placement at the same
+// height), so a list is never larger than any of its prefixes:
 // "local_search" is auto's list up to and including its local search,
 // "exact" is auto's list followed by one more exact search, and each is
 // never larger than what it extends. Stages spend work counted in units

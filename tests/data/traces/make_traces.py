@@ -220,6 +220,12 @@ def hf_traces():
         "vit_train": (hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64,
                          patch_size=8, hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
                          intermediate_size=768, num_labels=100), images(8, 64, 100), 3, adamw),
+        # The same ViT over eighteen steps: about 56,000 buffers, above the
+        # pool size where auto's local search stops running.
+        "vit_long_train": (hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64,
+                              patch_size=8, hidden_size=192, num_hidden_layers=12,
+                              num_attention_heads=3, intermediate_size=768, num_labels=100),
+                           images(8, 64, 100), 18, adamw),
         "resnet50_train": (hf("ResNetConfig", "ResNetForImageClassification", "pixel_values",
                               layer_type="bottleneck", depths=[3, 4, 6, 3], embedding_size=32,
                               hidden_sizes=[64, 128, 256, 512], num_labels=100),
