@@ -469,7 +469,9 @@ void bindPlanParts(py::module_& m) {
 
 }
 
-// Plan: what it holds, and its writers (the CLI's -o, --emit-c, --write-*).
+void bindPlanWriters(py::class_<PyPlan>& plan);
+
+// Plan: what it holds (its writers: bindPlanWriters).
 void bindPlan(py::module_& m) {
   py::class_<PyPlan> plan(m, "Plan", "A plan: pools and offsets for every planned tensor of every graph.");
   plan
@@ -532,6 +534,12 @@ void bindPlan(py::module_& m) {
             return out; },
           "The order search (reorder=True or 'report'), per graph: the order found and its "
           "bound beside the given order's; None without a search.");
+  bindPlanWriters(plan);
+}
+
+// Plan's writers: the plan file (-o), the C header, a .tflite or .pte with
+// the plan, the viewer and the picture.
+void bindPlanWriters(py::class_<PyPlan>& plan) {
   plan
       .def("to_json", [](const PyPlan& p, bool include_timing) {
             WritePlanOptions o;

@@ -65,6 +65,8 @@ class Refs {
 
 }  // namespace
 
+// Long (~100 lines) on purpose: the graph JSON format written top to
+// bottom, one member after the other, as docs/graph-format.md lists them.
 std::string writeGraphJson(const Model& m) {
   const Refs tref(m.tensors);
   const Refs gref(m.graphs);

@@ -264,6 +264,8 @@ class PlanReader : public jsontext::Fields {
     return *d;
   }
 
+  // Long (~130 lines) on purpose: one graph's members in the order of
+  // docs/plan-format.md, each read and checked where its place is named.
   void readGraph(const json& v, std::size_t gi, GraphPlan& g) const {
     const std::string at = item("graphs", gi);
     object(v, at);

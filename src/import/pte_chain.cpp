@@ -834,6 +834,10 @@ std::string opName(const RawMethod& m, std::size_t i) {
 
 }  // namespace
 
+// Long (~140 lines) on purpose: for each method in turn, the graph built
+// from the analyses in the order of the steps at the top of the file (its
+// tensors, the nodes of its instructions, its inputs and outputs, then the
+// extensions of step 6), all over the same per-method maps.
 void buildProgram(RawProgram& raw, PteProgram& out) {
   const std::size_t nm = raw.methods.size();
   std::vector<Analysis> an(nm);

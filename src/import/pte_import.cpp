@@ -306,6 +306,9 @@ class Importer {
     return x;
   }
 
+  // Long (~110 lines) on purpose: the flatbuffer walk from a method to its
+  // chains' instructions and their arguments, every offset checked where it
+  // is read; the schema's nesting is the function's.
   void readChains(const fb::Table* plan, std::int64_t mi, RawMethod& m) {
     const auto at = [&](const char* what, std::int64_t index = -1) {
       return Where{what, index, mi, &m.name};

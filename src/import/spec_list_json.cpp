@@ -44,6 +44,9 @@ using limits::kMaxTime;
 
 }  // namespace
 
+// Long (~120 lines) on purpose: the members in the order of the format,
+// each read and checked where its place is named, then the in-place bases
+// (which need every id) in one pass.
 SpecList readSpecListJson(std::string_view text, const std::string& source_name) {
   const jsontext::Fields r(source_name);
   // Unknown members and over-long arrays are refused while parsing, before

@@ -75,6 +75,9 @@ bool pteSlotsPermutable(std::size_t slots, const std::vector<std::size_t>& targe
   return std::all_of(targets.begin(), targets.end(), [&](std::size_t t) { return t >= end; });
 }
 
+// Long (~110 lines) on purpose: the flatbuffer walk from the program's root
+// to each chain's instruction slots, one table after the other, every
+// offset checked where it is read.
 std::vector<PteChain> pteReadChains(const PteProgram& p) {
   const AlignedBytes aligned(p.bytes);
   Reader r(aligned.data(), static_cast<std::size_t>(p.program_size), p.source);
@@ -195,6 +198,9 @@ std::int32_t pteFindRoot(std::vector<std::int32_t>& parent, std::int32_t x) {
   return x;
 }
 
+// Long (~140 lines) on purpose: one pass over the method's instructions that
+// keeps, per value and storage, the last write and the reads since it; split
+// up, that state would travel through every piece.
 // Steps 1-3 of the comment above for method `m`.
 std::vector<std::pair<NodeId, NodeId>> pteMethodEdges(const PteProgram& p, std::size_t m, const PteChain& mc) {
   const PteMethod& pm = p.methods[m];
