@@ -82,12 +82,12 @@ std::vector<PteChain> pteReadChains(const PteProgram& p) {
   const AlignedBytes aligned(p.bytes);
   Reader r(aligned.data(), static_cast<std::size_t>(p.program_size), p.source);
   const fb::Table* program = r.root();
-  const auto* plans = r.vector<fb::uoffset_t>(program, program_f::kExecutionPlan, Where{}, "execution_plan");
+  const auto* plans = r.vector<fb::uoffset_t>(program, program_f::kExecutionPlan, pte::Where{}, "execution_plan");
   std::vector<PteChain> out(p.methods.size());
   for (std::size_t mi = 0; mi < out.size() && plans && mi < plans->size(); ++mi) {
     PteChain& mc = out[mi];
     const auto at = [&](const char* what, std::int64_t index = -1) {
-      return Where{what, index, static_cast<std::int64_t>(mi), &p.methods[mi].name};
+      return pte::Where{what, index, static_cast<std::int64_t>(mi), &p.methods[mi].name};
     };
     const fb::Table* plan = r.tableAt(plans, static_cast<fb::uoffset_t>(mi), at("method"));
     // Tensor lists' items (value indices).
@@ -114,7 +114,7 @@ std::vector<PteChain> pteReadChains(const PteProgram& p) {
       if (!instrs) continue;
       if (c == 0) mc.slots = r.pos(instrs->Data());
       for (fb::uoffset_t k = 0; k < instrs->size(); ++k) {
-        const Where w = at("instruction", static_cast<std::int64_t>(mc.instrs.size()));
+        const pte::Where w = at("instruction", static_cast<std::int64_t>(mc.instrs.size()));
         const fb::Table* ins = r.tableAt(instrs, k, w);
         if (c == 0) mc.targets.push_back(r.pos(ins));
         PteInstr in;
