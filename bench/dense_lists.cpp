@@ -39,15 +39,6 @@ namespace {
 
 using namespace memplan;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  for (std::size_t p = 0; p <= s.size();) {
-    const std::size_t q = std::min(s.find(',', p), s.size());
-    if (q > p) out.push_back(s.substr(p, q - p));
-    p = q + 1;
-  }
-  return out;
-}
 
 PoolProblem makeList(const std::string& gen, std::size_t n, std::uint64_t seed) {
   if (gen == "dense") return bench::dense(n, 1600, seed);
@@ -58,18 +49,6 @@ PoolProblem makeList(const std::string& gen, std::size_t n, std::uint64_t seed) 
     return bench::resampled(readMiniMallocCsv(readFile(f), f.string()).problem, n, seed);
   }
   throw std::runtime_error("unknown generator " + gen);
-}
-
-std::size_t maxLive(const PoolProblem& p) {
-  std::vector<std::pair<TimeValue, int>> ev;
-  for (const Buffer& b : p.buffers) {
-    ev.emplace_back(b.start, 1);
-    ev.emplace_back(b.end, -1);
-  }
-  std::sort(ev.begin(), ev.end());
-  long live = 0, most = 0;
-  for (const auto& e : ev) most = std::max(most, live += e.second);
-  return static_cast<std::size_t>(most);
 }
 
 // fn() run in a child process, its result (plain data) sent back: this
@@ -118,7 +97,7 @@ ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
     std::FILE* f = std::fopen(file.c_str(), "wb");
     if (f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fclose(f) == 0) {
       facts.lb = lowerBound(readMiniMallocCsv(readFile(file), file).problem);
-      facts.live = maxLive(p);
+      facts.live = bench::maxLive(p);
       facts.ok = true;
     }
     return facts;
@@ -175,11 +154,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (a == "--memplan") memplan = argv[++i];
-    else if (a == "--generators") gens = split(argv[++i]);
+    else if (a == "--generators") gens = bench::split(argv[++i]);
     else if (a == "--sizes") {
       sizes.clear();
-      for (const auto& s : split(argv[++i])) sizes.push_back(std::stoull(s));
-    } else if (a == "--algorithms") algos = split(argv[++i]);
+      for (const auto& s : bench::split(argv[++i])) sizes.push_back(std::stoull(s));
+    } else if (a == "--algorithms") algos = bench::split(argv[++i]);
     else if (a == "--dir") dir = argv[++i];
     else if (a == "--seed") seed = std::stoull(argv[++i]);
     else {

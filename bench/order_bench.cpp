@@ -23,6 +23,7 @@
 
 #include "memplan/memplan.h"
 #include "memplan/pte.h"
+#include "../tests/support/onnx_testdata_sample.h"  // the models the tests import
 
 namespace {
 
@@ -79,23 +80,8 @@ std::vector<Case> cases(const fs::path& models, const fs::path& data) {
   return out;
 }
 
-// The dense models of Debian's ONNX test data that onnx_import_test.cpp
-// imports (OnnxTestdataSampleImportsPlansAndVerifies), one row together.
-const fs::path kOnnxTestdata = "/usr/share/libonnx-testdata/data";
-const char* const kOnnxSample[] = {
-    "node/test_conv_with_strides_padding", "node/test_lstm_defaults",
-    "node/test_gru_defaults", "node/test_resize_downsample_scales_linear", "node/test_if",
-    "node/test_scan9_sum", "node/test_scan_sum", "node/test_range_float_type_positive_delta",
-    "node/test_reduce_mean_default_axes_keepdims_example", "node/test_split_equal_parts_1d",
-    "node/test_gather_0", "node/test_matmul_4d", "node/test_softmax_axis_0",
-    "node/test_einsum_batch_matmul", "node/test_maxpool_2d_pads",
-    "node/test_averagepool_2d_same_upper", "node/test_batchnorm_example",
-    "node/test_layer_normalization_2d_axis0", "node/test_reshape_reordered_all_dims",
-    "node/test_transpose_all_permutations_0", "node/test_concat_3d_axis_1", "node/test_slice",
-    "node/test_expand_dim_changed", "node/test_tile", "node/test_top_k",
-    "node/test_convtranspose", "node/test_dft", "node/test_stft", "node/test_sce_mean",
-    "node/test_dynamicquantizelinear", "node/test_qlinearconv",
-    "simple/test_expand_shape_model1"};
+// The dense models of Debian's ONNX test data the tests import, one row together.
+const fs::path kOnnxTestdata = test::kOnnxTestdataDir;
 
 std::string commas(Bytes b) {
   std::string s = std::to_string(b);
@@ -174,7 +160,7 @@ int main(int argc, char** argv) {
   // The libonnx-testdata sample: one row, each model's ratio counted.
   Row sum;
   std::size_t graphs = 0, models_seen = 0;
-  for (const char* rel : kOnnxSample) {
+  for (const char* rel : test::kOnnxTestdataDense) {
     const fs::path path = kOnnxTestdata / rel / "model.onnx";
     if (!fs::exists(path)) continue;
     const Input in = readInput(path, {});

@@ -60,19 +60,6 @@ PoolProblem makeList(const std::string& kind, std::size_t n, std::uint64_t seed)
   return bench::logUniform(n, seed);
 }
 
-// Most buffers alive at one step.
-std::size_t maxLive(const PoolProblem& p) {
-  std::vector<std::pair<TimeValue, int>> ev;
-  for (const Buffer& b : p.buffers) {
-    ev.emplace_back(b.start, 1);
-    ev.emplace_back(b.end, -1);
-  }
-  std::sort(ev.begin(), ev.end());
-  long live = 0, most = 0;
-  for (const auto& e : ev) most = std::max(most, live += e.second);
-  return static_cast<std::size_t>(most);
-}
-
 Row runChild(const std::string& kind, std::size_t n, const std::string& algorithm,
              std::uint64_t seed) {
   int fd[2];
@@ -83,7 +70,7 @@ Row runChild(const std::string& kind, std::size_t n, const std::string& algorith
     Row r;
     const PoolProblem p = makeList(kind, n, seed);
     r.lb = lowerBound(p);
-    r.live = maxLive(p);
+    r.live = bench::maxLive(p);
     auto algo = makeAlgorithm(algorithm);
     if (algo) {
       const double c0 = cpuSeconds();
@@ -110,16 +97,6 @@ Row runChild(const std::string& kind, std::size_t n, const std::string& algorith
   return r;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  for (std::size_t p = 0; p <= s.size();) {
-    const std::size_t q = std::min(s.find(',', p), s.size());
-    if (q > p) out.push_back(s.substr(p, q - p));
-    p = q + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,11 +107,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) {
       sizes.clear();
-      for (const auto& s : split(argv[++i])) sizes.push_back(std::stoull(s));
+      for (const auto& s : bench::split(argv[++i])) sizes.push_back(std::stoull(s));
     } else if (!std::strcmp(argv[i], "--kinds") && i + 1 < argc) {
-      kinds = split(argv[++i]);
+      kinds = bench::split(argv[++i]);
     } else if (!std::strcmp(argv[i], "--algorithms") && i + 1 < argc) {
-      algos = split(argv[++i]);
+      algos = bench::split(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::stoull(argv[++i]);
     } else {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,30 @@ inline void addBuffer(PoolProblem& p, TimeValue start, TimeValue end, Bytes nbyt
   b.size = roundUp(std::max<Bytes>(nbytes, 1), alignment);
   b.alignment = alignment;
   p.buffers.push_back(std::move(b));
+}
+
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated flag value.
+inline std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p <= s.size();) {
+    const std::size_t q = std::min(s.find(',', p), s.size());
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
+// Most buffers alive at one step.
+inline std::size_t maxLive(const PoolProblem& p) {
+  std::vector<std::pair<TimeValue, int>> ev;
+  for (const Buffer& b : p.buffers) {
+    ev.emplace_back(b.start, 1);
+    ev.emplace_back(b.end, -1);
+  }
+  std::sort(ev.begin(), ev.end());
+  long live = 0, most = 0;
+  for (const auto& e : ev) most = std::max(most, live += e.second);
+  return static_cast<std::size_t>(most);
 }
 
 // Model-like list: operators in sequence, most outputs read by the next few

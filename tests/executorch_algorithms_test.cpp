@@ -243,6 +243,22 @@ PoolSolution referenceGreedy(const PoolProblem& p, bool overlapping) {
   return sol;
 }
 
+// Both of ExecuTorch's greedy variants against referenceGreedy on `p`:
+// the same size, offsets and shared objects. Returns the variants compared.
+int expectGreedyMatchesReference(const PoolProblem& p, int round) {
+  int compared = 0;
+  for (bool overlapping : {true, false}) {
+    const PoolSolution want = referenceGreedy(p, overlapping);
+    const PoolSolution got =
+        makeAlgorithm(overlapping ? "greedy" : "greedy_no_overlap")->solve(p, AlgorithmParams{});
+    EXPECT_EQ(got.size, want.size) << "round " << round;
+    EXPECT_EQ(got.offsets, want.offsets) << "round " << round;
+    EXPECT_EQ(got.mem_obj_ids, want.mem_obj_ids) << "round " << round;
+    ++compared;
+  }
+  return compared;
+}
+
 TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnRandomPools) {
   std::uint64_t state = 12345;
   auto next = [&](std::uint64_t bound) {
@@ -267,15 +283,8 @@ TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnRandomPools) {
       if (i > 0 && next(8) == 0) b.inplace_base = static_cast<BufferId>(next(i));
       p.buffers.push_back(b);
     }
-    for (bool overlapping : {true, false}) {
-      const PoolSolution want = referenceGreedy(p, overlapping);
-      const PoolSolution got =
-          makeAlgorithm(overlapping ? "greedy" : "greedy_no_overlap")->solve(p, AlgorithmParams{});
-      ASSERT_EQ(got.size, want.size) << "round " << round;
-      ASSERT_EQ(got.offsets, want.offsets) << "round " << round;
-      ASSERT_EQ(got.mem_obj_ids, want.mem_obj_ids) << "round " << round;
-      ++compared;
-    }
+    compared += expectGreedyMatchesReference(p, round);
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(compared, 800);
 }
@@ -310,15 +319,8 @@ TEST(ExecutorchGreedy, MatchesAStraightTranscriptionOnLongDenseLists) {
       if (i > 0 && next(30) == 0) b.inplace_base = static_cast<BufferId>(next(i));
       p.buffers.push_back(b);
     }
-    for (bool overlapping : {true, false}) {
-      const PoolSolution want = referenceGreedy(p, overlapping);
-      const PoolSolution got =
-          makeAlgorithm(overlapping ? "greedy" : "greedy_no_overlap")->solve(p, AlgorithmParams{});
-      ASSERT_EQ(got.size, want.size) << "round " << round;
-      ASSERT_EQ(got.offsets, want.offsets) << "round " << round;
-      ASSERT_EQ(got.mem_obj_ids, want.mem_obj_ids) << "round " << round;
-      ++compared;
-    }
+    compared += expectGreedyMatchesReference(p, round);
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(compared, 24);
 }

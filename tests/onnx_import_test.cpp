@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -22,6 +23,7 @@
 #include "memplan/limits.h"
 #include "memplan/plan.h"
 #include "memplan/verify.h"
+#include "support/onnx_testdata_sample.h"
 #include "support/test_support.h"
 
 namespace memplan {
@@ -1123,26 +1125,14 @@ TEST(OnnxImport, StringsSequencesAndOptionalsAreUnbound) {
 // ---------------------------------------------------------------------------
 // Debian's ONNX test models (package libonnx-testdata), a fixed sample.
 
-const std::filesystem::path kOnnxTestdata = "/usr/share/libonnx-testdata/data";
+const std::filesystem::path kOnnxTestdata = test::kOnnxTestdataDir;
 
 TEST(OnnxImport, OnnxTestdataSampleImportsPlansAndVerifies) {
   if (!std::filesystem::exists(kOnnxTestdata / "node"))
     MEMPLAN_MISSING_DATA() << "libonnx-testdata is not installed";
   // Dense models: every value planned.
-  const std::vector<std::string> dense = {
-      "node/test_conv_with_strides_padding", "node/test_lstm_defaults",
-      "node/test_gru_defaults", "node/test_resize_downsample_scales_linear", "node/test_if",
-      "node/test_scan9_sum", "node/test_scan_sum", "node/test_range_float_type_positive_delta",
-      "node/test_reduce_mean_default_axes_keepdims_example", "node/test_split_equal_parts_1d",
-      "node/test_gather_0", "node/test_matmul_4d", "node/test_softmax_axis_0",
-      "node/test_einsum_batch_matmul", "node/test_maxpool_2d_pads",
-      "node/test_averagepool_2d_same_upper", "node/test_batchnorm_example",
-      "node/test_layer_normalization_2d_axis0", "node/test_reshape_reordered_all_dims",
-      "node/test_transpose_all_permutations_0", "node/test_concat_3d_axis_1", "node/test_slice",
-      "node/test_expand_dim_changed", "node/test_tile", "node/test_top_k",
-      "node/test_convtranspose", "node/test_dft", "node/test_stft", "node/test_sce_mean",
-      "node/test_dynamicquantizelinear", "node/test_qlinearconv",
-      "simple/test_expand_shape_model1"};
+  const std::vector<std::string> dense(std::begin(test::kOnnxTestdataDense),
+                                         std::end(test::kOnnxTestdataDense));
   // Models with strings, sequences or optionals: those stay on the heap.
   const std::vector<std::string> heap = {
       "node/test_cast_FLOAT_to_STRING", "node/test_castlike_STRING_to_FLOAT_expanded",

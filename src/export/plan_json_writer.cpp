@@ -9,26 +9,22 @@
 #include <unordered_map>
 #include <variant>
 
-#include "support/json_text.h"
 #include "import/order_json.h"
-#include "support/text.h"
-#include "memplan/io.h"
-#include "memplan/limits.h"
 #include "import/plan_file.h"
+#include "memplan/io.h"
+#include "support/json_text.h"
+#include "support/text.h"
 
 namespace memplan {
 namespace {
 
-using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 using planfile::SpecKey;
 using planfile::specKeys;
-using planfile::specListId;
 using planfile::methodsJson;
 using planfile::sharedStateJson;
 using planfile::bufferDeviceJson;
 
-using limits::kMaxPools;
 
 
 // ---- writer ----

@@ -9,12 +9,12 @@
 #include <unordered_map>
 #include <variant>
 
-#include "support/json_text.h"
 #include "import/order_json.h"
-#include "support/text.h"
+#include "import/plan_file.h"
 #include "memplan/io.h"
 #include "memplan/limits.h"
-#include "import/plan_file.h"
+#include "support/json_text.h"
+#include "support/text.h"
 
 namespace memplan {
 namespace {
@@ -23,10 +23,9 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 using planfile::SpecKey;
 using planfile::specKeys;
-using planfile::specListId;
+using planfile::bufferDeviceJson;
 using planfile::methodsJson;
 using planfile::sharedStateJson;
-using planfile::bufferDeviceJson;
 using jsontext::dump;
 using jsontext::item;
 using jsontext::oneLine;
