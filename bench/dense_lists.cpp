@@ -39,7 +39,6 @@ namespace {
 
 using namespace memplan;
 
-
 PoolProblem makeList(const std::string& gen, std::size_t n, std::uint64_t seed) {
   if (gen == "dense") return bench::dense(n, 1600, seed);
   if (gen == "loguniform") return bench::logUniformDense(n, 1600, seed);
