@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/sha256.h"
+#include "memplan/limits.h"
 #include "memplan/memplan.h"
 #include "support/random_graph.h"
 #include "support/test_support.h"
@@ -98,6 +100,50 @@ TEST(Api, FormatRowsSayWhatAnInputCanDo) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("carries no plan of its own"), std::string::npos) << e.what();
   }
+}
+
+TEST(Api, SpecArraysAreCheckedAsASpecListFileIs) {
+  SpecArrays good;
+  good.nbytes = {100, 50, 60};
+  good.first = {0, 1, 2};
+  good.last = {1, 2, 3};
+  good.mem_id = {0, 2, 0};
+  good.inplace_base = {-1, -1, 0};
+  const SpecList list = specListFromArrays(good);
+  ASSERT_EQ(list.specs.specs.size(), 3u);
+  EXPECT_EQ(list.specs.steps, 4);
+  EXPECT_EQ(list.specs.specs[1].mem_id, 2);
+  EXPECT_EQ(list.specs.specs[2].inplace_base, 0);
+  EXPECT_EQ(list.specs.specs[2].name, "specs[2]");
+  EXPECT_EQ(list.ids, (std::vector<std::int64_t>{0, 1, 2}));
+
+  const auto message = [](SpecArrays a) -> std::string {
+    try {
+      specListFromArrays(a);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  SpecArrays a = good;
+  a.last.pop_back();
+  EXPECT_EQ(message(a), "specs: nbytes, lifetimes, mem_ids and inplace_bases differ in length");
+  a = good;
+  a.first[1] = 3;
+  EXPECT_EQ(message(a), "specs[1].lifetime: expected [first, last] with 0 <= first <= last, got [3, 2]");
+  a = good;
+  a.mem_id[0] = -4;
+  EXPECT_EQ(message(a), fmt::format("specs[0].mem_id: -4 out of range [1, {}] (0 holds constants)",
+                                    limits::kMaxMemId));
+  a = good;
+  a.inplace_base[1] = 1;
+  EXPECT_EQ(message(a), "specs[1].inplace_base: no other spec at index 1");
+  a = good;
+  a.inplace_base[0] = 2;  // 0 -> 2 -> 0
+  EXPECT_EQ(message(a), "specs[0].inplace_base: inplace_base chain forms a cycle");
+  a = good;
+  a.nbytes[2] = limits::kMaxSize + 1;
+  EXPECT_EQ(message(a), fmt::format("specs[2]: {} bytes, above the limit of 2^62", limits::kMaxSize + 1));
 }
 
 TEST(Api, InputDefaultsAndRequestErrorsNameTheField) {

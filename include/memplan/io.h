@@ -31,6 +31,24 @@ struct SpecList {
 };
 SpecList readSpecListJson(std::string_view text, const std::string& source_name);
 
+// A spec list handed over in code, as parallel arrays (ExecuTorch's
+// plug-in passes its specs so): entry i is spec "specs[i]" with id i.
+struct SpecArrays {
+  std::vector<Bytes> nbytes;
+  std::vector<TimeValue> first, last;        // closed lifetimes [first, last]
+  std::vector<std::int64_t> mem_id;          // 0: the algorithm chooses; else 1..kMaxMemId
+  std::vector<std::int64_t> inplace_base;    // index of the spec whose storage it reuses; -1: none
+  std::string algorithm = "greedy";
+  Bytes alignment = 16;
+  Bytes extra_padding = 0;
+  std::vector<Bytes> input_mem_buffer_sizes;
+};
+// The spec list of `arrays`, checked as the reader checks a file: arrays of
+// one length, sizes and times within memplan's limits, lifetimes with
+// first <= last, mem_ids in range, in-place bases that exist and form no
+// cycle. Throws InputError naming the place ("specs[3].lifetime: ...").
+SpecList specListFromArrays(const SpecArrays& arrays);
+
 // ---- MiniMalloc CSV: id,lower,upper,size[,alignment][,hint][,gaps][,offset] ----
 // Also MiniMalloc's other column names (buffer, buffer_id, start, begin, and
 // end: an inclusive upper bound). An `offset` column pins buffers

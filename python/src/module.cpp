@@ -223,56 +223,20 @@ SpecPlan planSpecList(const std::vector<Bytes>& nbytes, const std::vector<TimeVa
                       Bytes alignment, Bytes extra_padding, const std::vector<Bytes>& reserved,
                       double effort, double time_limit, const std::map<std::int64_t, std::int64_t>& capacities,
                       const std::vector<std::int64_t>& spill_order) {
+  // The library checks the arrays (specListFromArrays), with the words a
+  // spec list file gets.
+  SpecArrays arrays;
+  arrays.nbytes = nbytes;
+  arrays.first = first;
+  arrays.last = last;
+  arrays.mem_id = mem_id;
+  arrays.inplace_base = inplace_base;
+  arrays.algorithm = algorithm;
+  arrays.alignment = alignment;
+  arrays.extra_padding = extra_padding;
+  arrays.input_mem_buffer_sizes = reserved;
   const std::size_t n = nbytes.size();
-  if (first.size() != n || last.size() != n || mem_id.size() != n || inplace_base.size() != n)
-    throw InputError("specs: nbytes, lifetimes, mem_ids and inplace_bases differ in length");
-  if (n > limits::kMaxSpecs)
-    throw InputError(fmt::format("specs: {} specs, above the limit of {}", n, limits::kMaxSpecs));
-  if (reserved.size() > limits::kMaxPools)
-    throw InputError(fmt::format("input_mem_buffer_sizes: {} entries, above the limit of {}",
-                                 reserved.size(), limits::kMaxPools));
-  for (std::size_t m = 0; m < reserved.size(); ++m)
-    if (reserved[m] > limits::kMaxSize)
-      throw InputError(fmt::format("input_mem_buffer_sizes[{}]: {} is above the limit of 2^62", m, reserved[m]));
-  SpecList list;
-  list.name = "specs";
-  list.algorithm = algorithm;
-  list.alignment = alignment;
-  list.extra_padding = extra_padding;
-  list.input_mem_buffer_sizes = reserved;
-  list.specs.specs.reserve(n);
-  TimeValue steps = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    Spec s;
-    s.id = static_cast<SpecId>(i);
-    s.name = fmt::format("specs[{}]", i);
-    if (nbytes[i] > limits::kMaxSize)
-      throw InputError(fmt::format("{}: {} bytes, above the limit of 2^62", s.name, nbytes[i]));
-    s.nbytes = nbytes[i];
-    if (first[i] < 0 || first[i] > last[i] || last[i] >= limits::kMaxTime)
-      throw InputError(fmt::format("{}.lifetime: expected [first, last] with 0 <= first <= last, got [{}, {}]",
-                                   s.name, first[i], last[i]));
-    s.first = first[i];
-    s.last = last[i];
-    steps = std::max(steps, last[i] + 1);
-    if (mem_id[i] != 0) {
-      if (mem_id[i] < 1 || mem_id[i] > limits::kMaxMemId)
-        throw InputError(fmt::format("{}.mem_id: {} out of range [1, {}] (0 holds constants)", s.name,
-                                     mem_id[i], limits::kMaxMemId));
-      s.mem_id = static_cast<MemId>(mem_id[i]);
-    }
-    if (inplace_base[i] >= 0) {
-      if (static_cast<std::size_t>(inplace_base[i]) >= n || static_cast<std::size_t>(inplace_base[i]) == i)
-        throw InputError(fmt::format("{}.inplace_base: no other spec at index {}", s.name, inplace_base[i]));
-      s.inplace_base = static_cast<SpecId>(inplace_base[i]);
-    }
-    s.alignment = alignment;
-    s.planned = true;
-    list.ids.push_back(static_cast<std::int64_t>(i));
-    list.specs.specs.push_back(std::move(s));
-  }
-  list.specs.steps = steps;
-  const Input input = Input::fromSpecList(std::move(list));
+  const Input input = Input::fromSpecList(specListFromArrays(arrays));
 
   PlanRequest request;
   request.algorithm = algorithm;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -41,6 +42,54 @@ using limits::kMaxMemId;
 using limits::kMaxPools;
 using limits::kMaxSpecs;
 using limits::kMaxTime;
+
+// Entry i of `a` as a spec, each field checked where it is named.
+Spec arraySpec(const SpecArrays& a, std::size_t i) {
+  Spec s;
+  s.id = static_cast<SpecId>(i);
+  s.name = fmt::format("specs[{}]", i);
+  if (a.nbytes[i] > limits::kMaxSize)
+    throw InputError(fmt::format("{}: {} bytes, above the limit of 2^62", s.name, a.nbytes[i]));
+  s.nbytes = a.nbytes[i];
+  if (a.first[i] < 0 || a.first[i] > a.last[i] || a.last[i] >= kMaxTime)
+    throw InputError(fmt::format("{}.lifetime: expected [first, last] with 0 <= first <= last, got [{}, {}]",
+                                 s.name, a.first[i], a.last[i]));
+  s.first = a.first[i];
+  s.last = a.last[i];
+  if (const std::int64_t mem = a.mem_id[i]; mem != 0) {
+    if (mem < 1 || mem > kMaxMemId)
+      throw InputError(fmt::format("{}.mem_id: {} out of range [1, {}] (0 holds constants)", s.name, mem,
+                                   kMaxMemId));
+    s.mem_id = static_cast<MemId>(mem);
+  }
+  if (const std::int64_t base = a.inplace_base[i]; base >= 0) {
+    if (static_cast<std::uint64_t>(base) >= a.nbytes.size() || static_cast<std::size_t>(base) == i)
+      throw InputError(fmt::format("{}.inplace_base: no other spec at index {}", s.name, base));
+    s.inplace_base = static_cast<SpecId>(base);
+  }
+  s.alignment = a.alignment;
+  s.planned = true;
+  return s;
+}
+
+// The first spec whose chain of in-place bases comes back to a spec on it;
+// nullopt when every chain ends. Linear: each spec is walked once.
+std::optional<std::size_t> firstInplaceCycle(const GraphSpecs& specs) {
+  const std::size_t n = specs.specs.size();
+  // 0 = unvisited, 1 = on the current chain, 2 = known acyclic.
+  std::vector<std::uint8_t> state(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    SpecId s = static_cast<SpecId>(i);
+    while (s != kNone && state[s] == 0) {
+      state[s] = 1;
+      s = specs.specs[s].inplace_base;
+    }
+    if (s != kNone && state[s] == 1) return i;
+    for (SpecId t = static_cast<SpecId>(i); t != kNone && state[t] == 1; t = specs.specs[t].inplace_base)
+      state[t] = 2;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -148,23 +197,40 @@ SpecList readSpecListJson(std::string_view text, const std::string& source_name)
     if (it->second == static_cast<SpecId>(i)) r.fail(at, "a spec cannot be its own base");
     c.specs.specs[i].inplace_base = it->second;
   }
-  {
-    // 0 = unvisited, 1 = on the current chain, 2 = known acyclic.
-    std::vector<std::uint8_t> state(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      SpecId s = static_cast<SpecId>(i);
-      while (s != kNone && state[s] == 0) {
-        state[s] = 1;
-        s = c.specs.specs[s].inplace_base;
-      }
-      if (s != kNone && state[s] == 1)
-        r.fail(jsontext::item("specs", i) + ".inplace_base", "inplace_base chain forms a cycle");
-      for (SpecId t = static_cast<SpecId>(i); t != kNone && state[t] == 1; t = c.specs.specs[t].inplace_base)
-        state[t] = 2;
-    }
-  }
+  if (const std::optional<std::size_t> i = firstInplaceCycle(c.specs))
+    r.fail(jsontext::item("specs", *i) + ".inplace_base", "inplace_base chain forms a cycle");
   c.specs.steps = steps;
   return c;
+}
+
+SpecList specListFromArrays(const SpecArrays& a) {
+  const std::size_t n = a.nbytes.size();
+  if (a.first.size() != n || a.last.size() != n || a.mem_id.size() != n || a.inplace_base.size() != n)
+    throw InputError("specs: nbytes, lifetimes, mem_ids and inplace_bases differ in length");
+  if (n > kMaxSpecs) throw InputError(fmt::format("specs: {} specs, above the limit of {}", n, kMaxSpecs));
+  if (a.input_mem_buffer_sizes.size() > kMaxPools)
+    throw InputError(fmt::format("input_mem_buffer_sizes: {} entries, above the limit of {}",
+                                 a.input_mem_buffer_sizes.size(), kMaxPools));
+  for (std::size_t m = 0; m < a.input_mem_buffer_sizes.size(); ++m)
+    if (a.input_mem_buffer_sizes[m] > limits::kMaxSize)
+      throw InputError(fmt::format("input_mem_buffer_sizes[{}]: {} is above the limit of 2^62", m,
+                                   a.input_mem_buffer_sizes[m]));
+  SpecList list;
+  list.name = "specs";
+  list.algorithm = a.algorithm;
+  list.alignment = a.alignment;
+  list.extra_padding = a.extra_padding;
+  list.input_mem_buffer_sizes = a.input_mem_buffer_sizes;
+  list.specs.specs.reserve(n);
+  list.ids.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    list.specs.specs.push_back(arraySpec(a, i));
+    list.ids.push_back(static_cast<std::int64_t>(i));
+    list.specs.steps = std::max(list.specs.steps, a.last[i] + 1);
+  }
+  if (const std::optional<std::size_t> i = firstInplaceCycle(list.specs))
+    throw InputError(fmt::format("specs[{}].inplace_base: inplace_base chain forms a cycle", *i));
+  return list;
 }
 
 }  // namespace memplan
