@@ -25,16 +25,25 @@ def read_layers(path):
     return stages
 
 
-def symbols(nm, objects, defined):
-    args = [nm, "--defined-only" if defined else "--undefined-only", "--format=just-symbols"]
-    out = subprocess.run(args + objects, check=True, capture_output=True, text=True).stdout
-    names = set()
+def undefined_symbols(nm, objects):
+    out = subprocess.run([nm, "--undefined-only", "--format=just-symbols"] + objects,
+                         check=True, capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in out.splitlines()
+            if line.strip() and not line.strip().endswith(":")}
+
+
+def defined_symbols(nm, objects):
+    """(strong, weak): the symbols the objects define, by binding. Inline
+    functions and templates are defined weak wherever they are used, so
+    only strong definitions say which stage a function belongs to."""
+    out = subprocess.run([nm, "--defined-only"] + objects, check=True,
+                         capture_output=True, text=True).stdout
+    strong, weak = set(), set()
     for line in out.splitlines():
-        line = line.strip()
-        if not line or line.endswith(":"):
-            continue
-        names.add(line.split()[-1])
-    return names
+        parts = line.split()
+        if len(parts) == 3:
+            (weak if parts[1] in "WwVvu" else strong).add(parts[2])
+    return strong, weak
 
 
 def demangle(nm_symbol):
@@ -46,23 +55,15 @@ def demangle(nm_symbol):
 
 
 def check_symbols(nm, stages):
-    owner = {}
+    owner, weak = {}, set()
     for name, _, _, objects in stages:
-        for s in symbols(nm, objects, True):
-            # Inline functions and templates are defined (weak) everywhere
-            # they are used: only a stage's own strong definitions count.
+        strong, stage_weak = defined_symbols(nm, objects)
+        for s in strong:
             owner.setdefault(s, name)
-    weak = set()
-    for name, _, _, objects in stages:
-        out = subprocess.run([nm, "--defined-only"] + objects, check=True,
-                             capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] in "WwVvu":
-                weak.add(parts[2])
+        weak |= stage_weak
     errors = []
     for name, _, sees, objects in stages:
-        for s in sorted(symbols(nm, objects, False)):
+        for s in sorted(undefined_symbols(nm, objects)):
             if s in weak or s not in owner:
                 continue
             home = owner[s]
