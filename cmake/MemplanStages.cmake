@@ -8,8 +8,11 @@
 # those folders, so an include of a later stage's header fails to compile.
 # (The symbols it calls are checked by the test layers.symbols.)
 #
-# After the stages, memplan_stage_objects(var) gives every stage's objects
-# in pipeline order, for the one library users link (memplan::memplan).
+# Each call appends the stage to MEMPLAN_STAGES and sets, for it,
+# MEMPLAN_STAGE_DEPENDS_<name> (as declared), MEMPLAN_STAGE_SEES_<name>
+# (itself and every stage under it) and MEMPLAN_STAGE_SOURCES_<name>: the
+# top-level CMakeLists.txt builds the one library users link
+# (memplan::memplan) and the layers.symbols test from them.
 set(MEMPLAN_STAGES "")
 
 function(memplan_stage)
