@@ -96,36 +96,79 @@ ojson optionsJson(const PlanOptions& o, Bytes extra_padding) {
   return j;
 }
 
-ojson allocationJson(const GraphPlan& g, const Allocation& a, const std::vector<SpecKey>& keys,
-                     bool by_tensor) {
-  ojson j;
-  const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
-  const SpecKey key = known ? keys[a.spec] : SpecKey{};
-  if (by_tensor && known && g.specs.specs[a.spec].tensor != kNone) {
-    j["id"] = textJson(g.specs.specs[a.spec].name);
-    j["tensor"] = g.specs.specs[a.spec].tensor;
-  } else if (const auto* i = std::get_if<std::int64_t>(&key)) {
-    j["id"] = *i;
-  } else if (const auto* s = std::get_if<std::string>(&key)) {
-    j["id"] = textJson(*s);
-  } else {
-    j["id"] = nullptr;
-    j["spec"] = a.spec;
-  }
-  j["mem_id"] = a.mem_id;
-  j["mem_obj_id"] = a.mem_obj_id;
-  j["mem_offset"] = a.offset;
-  j["size"] = a.size;
-  if (known) j["lifetime"] = {g.specs.specs[a.spec].first, g.specs.specs[a.spec].last};
-  return j;
+// Appends `v` as JSON writes an integer.
+template <typename Int>
+void appendInt(std::string& out, Int v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
 }
 
-void appendAllocations(std::string& out, const GraphPlan& g, const std::string& indent, bool by_tensor) {
-  const std::vector<SpecKey> keys = specKeys(g.specs);
+// Appends `s` as dump(textJson(s)) writes it; printable ASCII without
+// quotes or backslashes (every name a list or a model of real size has)
+// directly, anything else through the JSON library.
+void appendText(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += dump(textJson(s));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+// One allocation on one line, written directly: a plan of a million
+// buffers writes a million of them (twice for the main graph), and a JSON
+// document per line cost most of the command's time. Same bytes as dump()
+// of {"id", ["tensor" | "spec"], "mem_id", "mem_obj_id", "mem_offset",
+// "size", ["lifetime"]}.
+void appendAllocation(std::string& out, const GraphPlan& g, const Allocation& a,
+                      const std::vector<SpecKey>& keys, bool by_tensor) {
+  const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
+  const SpecKey none{};
+  const SpecKey& key = known ? keys[a.spec] : none;
+  out += "{\"id\":";
+  if (by_tensor && known && g.specs.specs[a.spec].tensor != kNone) {
+    appendText(out, g.specs.specs[a.spec].name);
+    out += ",\"tensor\":";
+    appendInt(out, g.specs.specs[a.spec].tensor);
+  } else if (const auto* i = std::get_if<std::int64_t>(&key)) {
+    appendInt(out, *i);
+  } else if (const auto* s = std::get_if<std::string>(&key)) {
+    appendText(out, *s);
+  } else {
+    out += "null,\"spec\":";
+    appendInt(out, a.spec);
+  }
+  out += ",\"mem_id\":";
+  appendInt(out, a.mem_id);
+  out += ",\"mem_obj_id\":";
+  appendInt(out, a.mem_obj_id);
+  out += ",\"mem_offset\":";
+  appendInt(out, a.offset);
+  out += ",\"size\":";
+  appendInt(out, a.size);
+  if (known) {
+    out += ",\"lifetime\":[";
+    appendInt(out, g.specs.specs[a.spec].first);
+    out += ',';
+    appendInt(out, g.specs.specs[a.spec].last);
+    out += ']';
+  }
+  out += '}';
+}
+
+void appendAllocations(std::string& out, const GraphPlan& g, const std::vector<SpecKey>& keys,
+                       const std::string& indent, bool by_tensor) {
   out += '[';
   for (std::size_t i = 0; i < g.allocations.size(); ++i) {
     out += i ? ",\n" : "\n";
-    out += indent + "  " + dump(allocationJson(g, g.allocations[i], keys, by_tensor));
+    out += indent;
+    out += "  ";
+    appendAllocation(out, g, g.allocations[i], keys, by_tensor);
   }
   out += g.allocations.empty() ? "]" : "\n" + indent + "]";
 }
@@ -150,12 +193,14 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
   }
   if (const ojson state = sharedStateJson(plan); !state.is_null())
     out += "  \"shared_state\": " + dump(state) + ",\n";
+  std::vector<SpecKey> keys;  // the keys of the graph being written
   if (!plan.graphs.empty()) {
     // The main graph's numbers again at the top, shaped like the expected
     // block of an ExecuTorch conformance case.
     out += "  \"bufsizes\": " + dump(ojson(plan.graphs[0].bufsizes)) + ",\n";
     out += "  \"allocations\": ";
-    appendAllocations(out, plan.graphs[0], "  ", model != nullptr);
+    keys = specKeys(plan.graphs[0].specs);
+    appendAllocations(out, plan.graphs[0], keys, "  ", model != nullptr);
     out += ",\n";
   }
   out += "  \"graphs\": [";
@@ -197,7 +242,8 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     }
     out += g.pools.empty() ? "],\n" : "\n      ],\n";
     out += "      \"allocations\": ";
-    appendAllocations(out, g, "      ", model != nullptr);
+    if (gi != 0) keys = specKeys(g.specs);  // graph 0's were made above
+    appendAllocations(out, g, keys, "      ", model != nullptr);
     out += "\n    }";
   }
   out += plan.graphs.empty() ? "]\n}\n" : "\n  ]\n}\n";

@@ -14,21 +14,32 @@ using jsontext::textJson;
 
 std::optional<std::int64_t> specListId(const std::string& name) {
   if (name.size() < 4 || name.compare(0, 3, "id ") != 0) return std::nullopt;
+  const std::string_view digits = std::string_view(name).substr(name[3] == '-' ? 4 : 3);
+  // As to_string writes it: no sign but '-', no leading zero, no "-0".
+  if (digits.empty() || (digits[0] == '0' && (digits.size() > 1 || name[3] == '-')))
+    return std::nullopt;
   std::int64_t v = 0;
-  const char* first = name.data() + 3;
   const char* last = name.data() + name.size();
-  const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last || std::to_string(v) != name.substr(3)) return std::nullopt;
+  const auto [end, ec] = std::from_chars(name.data() + 3, last, v);
+  if (ec != std::errc() || end != last) return std::nullopt;
   return v;
 }
 
 std::vector<SpecKey> specKeys(const GraphSpecs& specs) {
+  const std::size_t n = specs.specs.size();
+  // One lookup per name; a count's address stays put as the map grows.
   std::unordered_map<std::string_view, int> count;
-  for (const Spec& s : specs.specs) ++count[s.name];
-  std::vector<SpecKey> keys(specs.specs.size());
-  for (std::size_t i = 0; i < specs.specs.size(); ++i) {
+  count.reserve(n);
+  std::vector<const int*> uses(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    int& c = count[specs.specs[i].name];
+    ++c;
+    uses[i] = &c;
+  }
+  std::vector<SpecKey> keys(n);
+  for (std::size_t i = 0; i < n; ++i) {
     const std::string& name = specs.specs[i].name;
-    if (name.empty() || count[name] != 1) continue;
+    if (name.empty() || *uses[i] != 1) continue;
     if (auto id = specListId(name)) keys[i] = *id;
     else keys[i] = name;
   }
