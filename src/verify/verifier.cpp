@@ -10,6 +10,7 @@
 // with gaps is checked piece by piece (pieces.h): in a gap it holds only its
 // window, or nothing.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <numeric>
 #include <set>
@@ -259,12 +260,20 @@ class GraphCheck {
   // overlap they become one range; apart in time they stay separate (the
   // bytes are free in between, like any dead tensor's).
   std::vector<Range> sweepRanges(const std::vector<Range>& raw) {
+    // Most ranges are their group's only member: they go straight in (a
+    // list per spec cost a million allocations on a million-buffer plan).
+    std::vector<std::uint32_t> members_of(specs_.specs.size(), 0);
+    for (const Range& r : raw)
+      if (specs_.specs[r.spec].gaps.empty()) ++members_of[groupOf(r.spec)];
     std::map<SpecId, std::vector<Range>> groups;
     std::vector<Range> ranges;
     ranges.reserve(raw.size());
     for (const Range& r : raw) {
-      if (specs_.specs[r.spec].gaps.empty()) groups[groupOf(r.spec)].push_back(r);
-      else ranges.push_back(r);  // pieces of a spec with gaps: never grouped
+      // Pieces of a spec with gaps are never grouped.
+      if (specs_.specs[r.spec].gaps.empty() && members_of[groupOf(r.spec)] > 1)
+        groups[groupOf(r.spec)].push_back(r);
+      else
+        ranges.push_back(r);
     }
     for (auto& [root, members] : groups) groupRanges(members, ranges);
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
