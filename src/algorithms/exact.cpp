@@ -33,7 +33,7 @@ class BoundedExactStage : public Stage {
     exact::ExactParams ep = callParams(s);
     ep.node_limit = s.budget(set_.node_limit);
     ep.step_limit = std::max<std::uint64_t>(1, s.budget(set_.step_limit));
-    const exact::ExactResult r = exact::minimizeHeight(s.pool(), s.best.offsets, s.bounds.target, ep);
+    const exact::ExactResult r = exact::minimizeMergedHeight(s.pool(), s.best.offsets, s.bounds.target, ep);
     s.work += r.steps;
     // Taken only when lower and checked independently.
     // The order stays: a later local search re-places in it.
@@ -59,7 +59,7 @@ class FinalExactStage : public Stage {
     exact::ExactParams ep = callParams(s);
     const double nodes = s.effort() * static_cast<double>(ep.node_limit);
     ep.node_limit = static_cast<std::uint64_t>(std::min(nodes, 1e15));
-    exact::ExactResult r = exact::minimizeHeight(s.pool(), incumbent, s.bounds.target, ep);
+    exact::ExactResult r = exact::minimizeMergedHeight(s.pool(), incumbent, s.bounds.target, ep);
     s.work += r.nodes;
     if (r.height > pool::placementHeight(s.pool(), incumbent)) r.offsets = std::move(incumbent);
     s.best.height = pool::placementHeight(s.pool(), r.offsets);

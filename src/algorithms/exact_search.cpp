@@ -1008,6 +1008,15 @@ ExactResult minimizeHeight(const PoolProblem& problem, const std::vector<Offset>
   return onLargeStack([&] { return minimizeHeightHere(problem, incumbent, lower_bound, params); });
 }
 
+ExactResult minimizeMergedHeight(const PoolProblem& merged, const std::vector<Offset>& incumbent,
+                                 Bytes lower_bound, const ExactParams& params) {
+  return onLargeStack([&] {
+    ExactResult r = minimizeMerged(merged, incumbent, lower_bound, params);
+    r.height = heightOf(merged, r.offsets);
+    return r;
+  });
+}
+
 namespace {
 
 ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
