@@ -18,7 +18,8 @@ of memory allocated before profiling are ignored.
 The first five traces (resnet101ish, transformer, mixer, lstm, unet) are
 architectures written here; the others are architectures of the
 transformers library (GPT-2, Llama, BERT, ViT, ResNet-50, ConvNeXt,
-MobileNetV2) built from a configuration with random weights (nothing is
+MobileNetV2, and, recorded later, Mistral, GPT-NeoX, DistilBERT, DeiT,
+RegNet) built from a configuration with random weights (nothing is
 downloaded), smaller than the published models so that a CPU step takes
 seconds. The traces in this folder were made with torch 2.13.0+cpu and
 transformers 5.23.0 (Linux x86-64).
@@ -236,6 +237,25 @@ def hf_traces():
         "mobilenetv2_train": (hf("MobileNetV2Config", "MobileNetV2ForImageClassification",
                                  "pixel_values", image_size=64, depth_multiplier=0.5, num_labels=100),
                               images(8, 64, 100), 3, sgd),
+        # Recorded later, to see whether what auto does on the traces above
+        # carries over to architectures it was not tuned on.
+        "gpt2_long_train": (hf("GPT2Config", "GPT2LMHeadModel", n_layer=12, n_embd=256, n_head=8,
+                               vocab_size=2000, n_positions=128), lm(4, 128, 2000), 18, adamw),
+        "mistral_train": (hf("MistralConfig", "MistralForCausalLM", hidden_size=256, num_hidden_layers=8,
+                             num_attention_heads=8, num_key_value_heads=2, intermediate_size=688,
+                             vocab_size=2000, max_position_embeddings=128), lm(4, 128, 2000), 5, adamw),
+        "gptneox_train": (hf("GPTNeoXConfig", "GPTNeoXForCausalLM", hidden_size=256, num_hidden_layers=8,
+                             num_attention_heads=8, intermediate_size=1024, vocab_size=2000,
+                             max_position_embeddings=128), lm(4, 128, 2000), 4, adamw),
+        "distilbert_train": (hf("DistilBertConfig", "DistilBertForMaskedLM", dim=256, n_layers=6, n_heads=4,
+                                hidden_dim=1024, vocab_size=2000, max_position_embeddings=128),
+                             lm(4, 128, 2000), 6, adamw),
+        "deit_train": (hf("DeiTConfig", "DeiTForImageClassification", "pixel_values", image_size=64,
+                          patch_size=8, hidden_size=192, num_hidden_layers=8, num_attention_heads=3,
+                          intermediate_size=768, num_labels=100), images(8, 64, 100), 6, adamw),
+        "regnet_train": (hf("RegNetConfig", "RegNetForImageClassification", "pixel_values", num_labels=100,
+                            hidden_sizes=[32, 64, 160, 384], depths=[1, 2, 4, 1], embedding_size=32,
+                            groups_width=16), images(8, 64, 100), 6, sgd),
     }
 
 
