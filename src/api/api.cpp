@@ -333,7 +333,7 @@ Plan planInput(const Input& input, const PlanRequest& asked) {
     out.order = std::move(order);
     out.order_applied = apply && out.order.changed();
   } else {
-    GraphSpecs specs = skeleton(input, r.options).graphs[0].specs;
+    GraphSpecs specs = std::move(skeleton(input, r.options).graphs[0].specs);  // not a copy: 256 B a spec
     const SpecList* list = input.specList();
     const std::vector<Bytes> reserved = list ? list->input_mem_buffer_sizes : std::vector<Bytes>{};
     recordRequest(out, r);
