@@ -208,9 +208,14 @@ def hf_traces():
     def images(batch, side, classes):
         return lambda: (torch.randn(batch, 3, side, side), torch.randint(0, classes, (batch,)))
 
+    # Two architectures traced over two lengths each.
+    gpt2 = hf("GPT2Config", "GPT2LMHeadModel", n_layer=12, n_embd=256, n_head=8, vocab_size=2000,
+              n_positions=128)
+    vit = hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64, patch_size=8,
+             hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768,
+             num_labels=100)
     return {
-        "gpt2_train": (hf("GPT2Config", "GPT2LMHeadModel", n_layer=12, n_embd=256, n_head=8,
-                          vocab_size=2000, n_positions=128), lm(4, 128, 2000), 3, adamw),
+        "gpt2_train": (gpt2, lm(4, 128, 2000), 3, adamw),
         # Sixteen layers, fifteen steps: a trace of about 60,000 buffers.
         "llama_train": (hf("LlamaConfig", "LlamaForCausalLM", hidden_size=256, num_hidden_layers=16,
                            num_attention_heads=8, num_key_value_heads=4, intermediate_size=688,
@@ -218,15 +223,10 @@ def hf_traces():
         "bert_train": (hf("BertConfig", "BertForMaskedLM", hidden_size=256, num_hidden_layers=8,
                           num_attention_heads=4, intermediate_size=1024, vocab_size=2000,
                           max_position_embeddings=128), lm(4, 128, 2000), 3, adamw),
-        "vit_train": (hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64,
-                         patch_size=8, hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
-                         intermediate_size=768, num_labels=100), images(8, 64, 100), 3, adamw),
+        "vit_train": (vit, images(8, 64, 100), 3, adamw),
         # The same ViT over eighteen steps: about 56,000 buffers, above the
         # pool size where auto's local search stops running.
-        "vit_long_train": (hf("ViTConfig", "ViTForImageClassification", "pixel_values", image_size=64,
-                              patch_size=8, hidden_size=192, num_hidden_layers=12,
-                              num_attention_heads=3, intermediate_size=768, num_labels=100),
-                           images(8, 64, 100), 18, adamw),
+        "vit_long_train": (vit, images(8, 64, 100), 18, adamw),
         "resnet50_train": (hf("ResNetConfig", "ResNetForImageClassification", "pixel_values",
                               layer_type="bottleneck", depths=[3, 4, 6, 3], embedding_size=32,
                               hidden_sizes=[64, 128, 256, 512], num_labels=100),
@@ -239,8 +239,7 @@ def hf_traces():
                               images(8, 64, 100), 3, sgd),
         # Recorded later, to see whether what auto does on the traces above
         # carries over to architectures it was not tuned on.
-        "gpt2_long_train": (hf("GPT2Config", "GPT2LMHeadModel", n_layer=12, n_embd=256, n_head=8,
-                               vocab_size=2000, n_positions=128), lm(4, 128, 2000), 18, adamw),
+        "gpt2_long_train": (gpt2, lm(4, 128, 2000), 18, adamw),
         "mistral_train": (hf("MistralConfig", "MistralForCausalLM", hidden_size=256, num_hidden_layers=8,
                              num_attention_heads=8, num_key_value_heads=2, intermediate_size=688,
                              vocab_size=2000, max_position_embeddings=128), lm(4, 128, 2000), 5, adamw),
