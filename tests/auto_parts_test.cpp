@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/auto.h"
+#include "algorithms/best_fit.h"
 #include "algorithms/pool_util.h"
 #include "algorithms/random.h"
 #include "memplan/algorithm.h"
@@ -159,7 +160,7 @@ TEST(AutoParts, NeverLargerOnLargeLists) {
 TEST(AutoParts, NeverLargerThanAnyPrefixOfItsList) {
   const AutoParams settings;
   const search::StageList stages = autoStages(settings);
-  ASSERT_EQ(stages.size(), 6u);
+  ASSERT_EQ(stages.size(), 7u);
   static const AlgorithmInfo kInfo{.name = "prefix", .honours_gaps = true, .honours_hints = true};
   SplitMix64 rng(23);
   std::vector<std::pair<std::string, PoolProblem>> lists;
@@ -188,6 +189,48 @@ TEST(AutoParts, NeverLargerThanAnyPrefixOfItsList) {
   // The stages after the local search do gain somewhere (C: the exact
   // search reaches the bound).
   EXPECT_GE(smaller, 1);
+}
+
+// The peak stack: the buffers live at the first step of most live bytes,
+// the latest to end first. Live bytes: 12 at step 2, 14 at 3 and 4, 106 at
+// step 6 (a, c, d), so b (ended) and e (starts at 9) are out.
+TEST(PeakStack, TheBuffersOfTheFirstPeakStepLatestEndFirst) {
+  std::vector<Buffer> bufs;
+  auto add = [&](TimeValue start, TimeValue end, Bytes size) {
+    Buffer b;
+    b.id = static_cast<BufferId>(bufs.size());
+    b.start = start;
+    b.end = end;
+    b.size = size;
+    bufs.push_back(b);
+  };
+  add(0, 10, 4);    // a
+  add(2, 5, 8);     // b
+  add(3, 8, 2);     // c
+  add(6, 9, 100);   // d
+  add(9, 12, 102);  // e: as many bytes (with a) at step 9, but later
+  EXPECT_EQ(heur::peakStack(bufs), (std::vector<BufferId>{0, 3, 2}));
+  bufs[3].fixed_offset = 0;  // pinned buffers are placed at their pins, not stacked
+  EXPECT_EQ(heur::peakStack(bufs), (std::vector<BufferId>{0, 2}));
+}
+
+// unet_train: the stages before the peak stack stop 18,496 bytes above the
+// bound (a hole under long-lived buffers at the peak step); the stack
+// closes it and the plan reaches the bound.
+TEST(PeakStack, ReachesTheBoundWhereTheOtherStagesLeaveAHole) {
+  const PoolProblem p = readMiniMallocCsv(test::readText(test::dataDir() / "traces/unet_train.csv"),
+                                          "unet_train.csv").problem;
+  AutoParams without;
+  without.with_peak_stack = false;
+  const PoolSolution before = makeAutoAlgorithm(without)->solve(p, {});
+  const PoolSolution after = makeAlgorithm("auto")->solve(p, {});
+  EXPECT_EQ(test::checkPoolPlacement(p, after.offsets), "");
+  EXPECT_EQ(before.size, 47'155'760u);
+  EXPECT_EQ(after.size, lowerBound(p));
+  EXPECT_EQ(after.size, 47'137'264u);
+  ASSERT_FALSE(after.stages.empty());
+  EXPECT_EQ(after.stages.back().stage, "peak stack");
+  EXPECT_EQ(after.algorithm, "auto:peak_stack");
 }
 
 }  // namespace

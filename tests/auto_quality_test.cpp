@@ -50,10 +50,10 @@ const Pinned kPinned[] = {
     {"traces/S_1.csv", 1'500'463'788, 1'502'347'946},
     {"traces/lstm_train.csv", 33'251'108, 33'251'108},
     {"traces/mixer_train.csv", 193'578'200, 193'578'200},
-    {"traces/resnet101ish_train.csv", 49'067'680, 49'067'680},
+    {"traces/resnet101ish_train.csv", 49'048'656, 49'067'680},
     {"traces/resnet50.csv", 1'515'472'556, 1'520'092'676},
     {"traces/transformer_train.csv", 331'378'380, 331'378'380},
-    {"traces/unet_train.csv", 47'155'760, 47'155'760},
+    {"traces/unet_train.csv", 47'137'264, 47'155'760},
     // Recorded from the transformers library's architectures (issue 28);
     // bert, llama and mobilenetv2 at their lower bounds, gpt2 1.0022x.
     {"traces/bert_train.csv", 199'368'688, 199'368'688},
@@ -65,14 +65,15 @@ const Pinned kPinned[] = {
     {"traces/vit_train.csv", 144'805'476, 145'023'972},
     {"traces/vit_long_train.csv", 145'023'976, 145'023'976},
     // Recorded later from architectures auto was not tuned on: deit
-    // 1.0028x, gpt2_long 1.0022x, regnet 1.0201x, the others at their
-    // lower bounds.
-    {"traces/deit_train.csv", 98'932'972, 98'932'972},
+    // 1.0008x, gpt2_long 1.0022x, regnet 1.0108x, the others at their
+    // lower bounds. (deit, regnet, resnet101ish and unet reach theirs in
+    // the peak stack stage.)
+    {"traces/deit_train.csv", 98'734'764, 98'932'972},
     {"traces/distilbert_train.csv", 152'078'188, 152'078'188},
     {"traces/gpt2_long_train.csv", 401'579'896, 401'579'896},
     {"traces/gptneox_train.csv", 168'774'072, 168'774'072},
     {"traces/mistral_train.csv", 173'602'228, 173'602'228},
-    {"traces/regnet_train.csv", 20'915'328, 20'918'048},
+    {"traces/regnet_train.csv", 20'723'776, 20'918'048},
 };
 
 class AutoHeights : public ::testing::TestWithParam<Pinned> {};

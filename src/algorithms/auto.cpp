@@ -24,6 +24,12 @@ search::StageList autoStages(const AutoParams& p) {
     list.push_back(search::localSearchStage(p.anytime));
     if (p.with_exact) list.push_back(search::boundedExactStage(p.anytime_exact));
   }
+  if (p.with_peak_stack) {
+    // Stages 1-3 again around the pinned stack. Not the exact search: on
+    // gpt2_train's pinned pool it reaches the bound but its recursion
+    // touches 400 MB of stack.
+    list.push_back(search::peakStackStage(p.peak_stack, throughLocalSearch(p)));
+  }
   return list;
 }
 

@@ -32,6 +32,12 @@
 //     local search (each from the best placement, with a seed of its own)
 //     within a budget that grows with the pool, then exact search again if
 //     they gained.
+//  6. Peak stack: while the plan is still above the tolerance, stages 1-3
+//     again on the pool with the buffers live at its step of most live
+//     bytes pinned in a stack without a hole there, the latest to end
+//     lowest (search_stages.h); taken when lower. On training traces the
+//     hole a plan leaves at that step under long-lived buffers is what
+//     keeps it above the bound, and no local move closes it.
 // Budgets are work counters scaled by AlgorithmParams::effort, so the same
 // input gives the same plan on any machine under any load. What they
 // allow at effort 1 on a pool of n buffers (work units: placer runs and
@@ -45,9 +51,11 @@
 //  - stage 3: min(100 M, max(2 M + 2,000 n, 8 passes));
 //  - stage 4: one call of 500,000 nodes and 800 M steps (stage 5 may
 //    call it again: 500,000 nodes and 200 M steps);
-//  - stage 5: min(400 M, 4 M + 6,000 n).
+//  - stage 5: min(400 M, 4 M + 6,000 n);
+//  - stage 6: stages 1-3 once more, on pools of at most
+//    peak_stack.max_buffers buffers.
 // So apart from the passes the budget grows linearly in n up to a cap of
-// 1.5 G units (about 4 s) whatever the pool; issue 27's lists of up to
+// 1.6 G units (about 4 s) whatever the pool; issue 27's lists of up to
 // 8,000 rows (under 100 KB as CSV: stairs, random intervals) plan in
 // 1-4 s of CPU (docs/benchmarks.md). The optional
 // time limit and stop flag (AlgorithmParams) only cut later stages short:
@@ -90,10 +98,14 @@ struct AutoParams {
                               .rounds = 2,
                               .first_seed = 1};
   search::BoundedExact anytime_exact{.step_limit = 200'000'000, .after_gain = true};
+  // Stage 6: stages 1-3 again on the pool with the buffers live at its step
+  // of most live bytes pinned in a stack without a hole (search_stages.h).
+  search::PeakStack peak_stack;
   // Which of the later stages the list holds (all by default).
   bool with_local_search = true;         // stage 3, and stage 5 with it
   bool with_exact = true;                // stage 4, and stage 5's exact
   bool with_anytime = true;              // stage 5
+  bool with_peak_stack = true;           // stage 6
   search::SearchSettings search;         // gap tolerance
 };
 

@@ -77,6 +77,41 @@ std::vector<std::int64_t> breadthRanks(const std::vector<Buffer>& bufs) {
 
 }  // namespace
 
+// Sizes summed over whole lifetimes (gaps ignored).
+std::vector<BufferId> peakStack(const std::vector<Buffer>& bufs) {
+  // Exact sums (a million sizes of up to 2^62 overflow 64 bits): the same
+  // step on every machine.
+  __extension__ typedef __int128 Sum;
+  std::vector<std::pair<TimeValue, Sum>> delta;
+  delta.reserve(2 * bufs.size());
+  for (const Buffer& b : bufs) {
+    delta.push_back({b.start, static_cast<Sum>(b.size)});
+    delta.push_back({b.end, -static_cast<Sum>(b.size)});
+  }
+  std::sort(delta.begin(), delta.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Sum live = 0, most = -1;
+  TimeValue peak = 0;
+  for (std::size_t i = 0; i < delta.size();) {
+    const TimeValue t = delta[i].first;
+    for (; i < delta.size() && delta[i].first == t; ++i) live += delta[i].second;
+    if (live > most) {
+      most = live;
+      peak = t;
+    }
+  }
+  std::vector<BufferId> out;
+  for (const Buffer& b : bufs)
+    if (!b.fixed_offset && b.start <= peak && peak < b.end) out.push_back(b.id);
+  std::sort(out.begin(), out.end(), [&](BufferId a, BufferId b) {
+    const Buffer &x = bufs[a], &y = bufs[b];
+    if (x.end != y.end) return x.end > y.end;
+    if (x.start != y.start) return x.start < y.start;
+    if (x.size != y.size) return x.size > y.size;
+    return a < b;
+  });
+  return out;
+}
+
 std::string_view orderName(Order o) {
   switch (o) {
     case Order::SizeDesc: return "size";

@@ -37,6 +37,13 @@ inline constexpr std::array<Order, 6> kAllOrders = {
     Order::SizeDesc, Order::Conflicts, Order::Area, Order::Length, Order::Breadth, Order::Start};
 std::string_view orderName(Order o);
 
+// The buffers (not pinned) live at the first step of most live bytes,
+// latest end first (ties: earlier start, larger, lower id): stacked in
+// this order from the bottom they leave no hole at that step, and what
+// ends last sits lowest, out of the way of what comes after (the "peak
+// stack" search stage, search_stages.h). O(n log n).
+std::vector<BufferId> peakStack(const std::vector<Buffer>& bufs);
+
 // Pinned buffers first (by offset), then the others in the given order.
 // Ties are broken by buffer id, so orders are deterministic.
 std::vector<BufferId> makeOrder(const PoolProblem& merged, Order order);

@@ -82,4 +82,18 @@ std::shared_ptr<const Stage> boundedExactStage(const BoundedExact& settings);
 // unless it is higher.
 std::shared_ptr<const Stage> finalExactStage();
 
+// The search again with the buffers live at the pool's step of most live
+// bytes pinned in a stack, the latest to end lowest ("peak stack";
+// peak_stack_stage.cpp): `inner` runs on that pinned pool and its plan is
+// taken when lower. Runs while the incumbent is above the tolerance and not
+// proven optimal, on pools of at most max_buffers buffers that have no pins
+// of their own.
+struct PeakStack {
+  // As the local search's: above, the heuristics alone rarely gain around
+  // the stack (vit_long_train, gpt2_long_train: nothing) and a list of
+  // 100,000 buffers paid 0.8 s for 0.08%.
+  std::size_t max_buffers = 50'000;
+};
+std::shared_ptr<const Stage> peakStackStage(const PeakStack& settings, StageList inner);
+
 }  // namespace memplan::search
