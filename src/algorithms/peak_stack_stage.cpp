@@ -53,13 +53,17 @@ class PeakStackStage : public Stage {
     const std::optional<PoolProblem> pinned = pinnedStack(s.pool());
     if (!pinned) return false;
     static const AlgorithmInfo kInner{.name = "peak stack", .honours_gaps = true, .honours_hints = true};
+    AlgorithmParams params = s.params;
+    // A time limit covers the whole search: the inner one gets what is left.
+    if (s.watch.limited()) params.time_limit_seconds = s.watch.remaining();
     PoolSolution sol;
     try {
-      sol = runStages(inner_, kInner, {}, *pinned, s.params);
+      sol = runStages(inner_, kInner, {}, *pinned, params);
     } catch (const PlanError&) {
       return true;  // e.g. the stack does not fit a capacity: nothing to take
     }
     s.work += sol.work;
+    s.watch.due();  // records a time limit the inner search ran into
     const Bytes h = pool::placementHeight(s.pool(), sol.offsets);
     if (h < s.best.height && pool::checkPlacement(s.pool(), sol.offsets).empty() &&
         s.best.offer(h, sol.offsets, "peak_stack"))
