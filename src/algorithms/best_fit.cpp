@@ -77,28 +77,15 @@ std::vector<std::int64_t> breadthRanks(const std::vector<Buffer>& bufs) {
 
 }  // namespace
 
-// Sizes summed over whole lifetimes (gaps ignored).
 std::vector<BufferId> peakStack(const std::vector<Buffer>& bufs) {
-  // Exact sums (a million sizes of up to 2^62 overflow 64 bits): the same
-  // step on every machine.
-  __extension__ typedef __int128 Sum;
-  std::vector<std::pair<TimeValue, Sum>> delta;
-  delta.reserve(2 * bufs.size());
+  // Sizes over whole lifetimes (gaps ignored).
+  std::vector<pool::LoadDelta> deltas;
+  deltas.reserve(2 * bufs.size());
   for (const Buffer& b : bufs) {
-    delta.push_back({b.start, static_cast<Sum>(b.size)});
-    delta.push_back({b.end, -static_cast<Sum>(b.size)});
+    deltas.push_back({b.start, +1, b.size});
+    deltas.push_back({b.end, -1, b.size});
   }
-  std::sort(delta.begin(), delta.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  Sum live = 0, most = -1;
-  TimeValue peak = 0;
-  for (std::size_t i = 0; i < delta.size();) {
-    const TimeValue t = delta[i].first;
-    for (; i < delta.size() && delta[i].first == t; ++i) live += delta[i].second;
-    if (live > most) {
-      most = live;
-      peak = t;
-    }
-  }
+  const TimeValue peak = pool::loadPeak(deltas).step;
   std::vector<BufferId> out;
   for (const Buffer& b : bufs)
     if (!b.fixed_offset && b.start <= peak && peak < b.end) out.push_back(b.id);

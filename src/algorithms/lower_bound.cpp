@@ -23,14 +23,10 @@ namespace memplan {
 
 namespace {
 
-struct Delta {
-  TimeValue t;
-  std::int64_t bytes_sign;  // +1 / -1
-  Bytes bytes;
-};
+using pool::LoadDelta;
 
 // An in-place group's occupancy (pool::groupSegments), as deltas.
-void groupDeltas(const std::vector<const Buffer*>& members, std::vector<Delta>& out) {
+void groupDeltas(const std::vector<const Buffer*>& members, std::vector<LoadDelta>& out) {
   std::vector<pool::Segment> chains;
   pool::groupSegments(members, chains);
   for (const pool::Segment& c : chains) {
@@ -54,7 +50,7 @@ Bytes lowerBound(const PoolProblem& problem) {
   std::vector<std::int32_t> group_size(n, 0);
   for (BufferId i = 0; grouped && i < n; ++i) ++group_size[root[i]];
   std::map<BufferId, std::vector<const Buffer*>> groups;
-  std::vector<Delta> deltas;
+  std::vector<LoadDelta> deltas;
   deltas.reserve(2 * static_cast<std::size_t>(n));
   Bytes min_base = 0;
   Bytes pinned_top = 0;
@@ -87,20 +83,7 @@ Bytes lowerBound(const PoolProblem& problem) {
   }
   for (auto& [r, members] : groups) groupDeltas(members, deltas);
 
-  // Ends before starts at equal times: lifetimes are half-open.
-  std::sort(deltas.begin(), deltas.end(), [](const Delta& a, const Delta& b) {
-    if (a.t != b.t) return a.t < b.t;
-    return a.bytes_sign < b.bytes_sign;
-  });
-  Bytes live = 0, peak = 0;
-  for (const Delta& d : deltas) {
-    if (d.bytes_sign > 0) {
-      live += d.bytes;
-      peak = std::max(peak, live);
-    } else {
-      live -= d.bytes;
-    }
-  }
+  const Bytes peak = pool::loadPeak(deltas).live;
   const Bytes base = min_base == 0 ? problem.reserved : min_base;
   Bytes bound = std::max(peak > 0 ? base + peak : problem.reserved, pinned_top);
   return bound + problem.extra_padding;

@@ -115,6 +115,25 @@ void groupGaps(const std::vector<const Buffer*>& members, Buffer& m) {
 
 }  // namespace
 
+LoadPeak loadPeak(std::vector<LoadDelta>& deltas) {
+  std::sort(deltas.begin(), deltas.end(), [](const LoadDelta& a, const LoadDelta& b) {
+    if (a.t != b.t) return a.t < b.t;
+    return a.sign < b.sign;
+  });
+  LoadPeak peak;
+  if (!deltas.empty()) peak.step = deltas.front().t;
+  Bytes live = 0;
+  for (const LoadDelta& d : deltas) {
+    if (d.sign > 0) {
+      live += d.bytes;
+      if (live > peak.live) peak = {live, d.t};
+    } else {
+      live -= d.bytes;
+    }
+  }
+  return peak;
+}
+
 void segmentsOf(const Buffer& b, std::vector<Segment>& out) {
   if (b.size == 0) return;
   TimeValue cursor = b.start;

@@ -48,6 +48,21 @@ void segmentsOf(const Buffer& b, std::vector<Segment>& out);
 // between chains the group holds nothing. Appends the chains in time order.
 void groupSegments(const std::vector<const Buffer*>& members, std::vector<Segment>& out);
 
+// Bytes entering (+) or leaving (-) the live set at step t.
+struct LoadDelta {
+  TimeValue t;
+  std::int64_t sign;  // +1 / -1
+  Bytes bytes;
+};
+// The most bytes live at once over `deltas`, and the first step where they
+// are (the first delta's step when nothing is ever live). Ends come before
+// starts at equal steps: lifetimes are half-open. Sorts `deltas`.
+struct LoadPeak {
+  Bytes live = 0;
+  TimeValue step = 0;
+};
+LoadPeak loadPeak(std::vector<LoadDelta>& deltas);
+
 // How two buffers that are live together constrain their offsets: b at x_b
 // is clear of a at x_a iff x_b >= x_a + above (b above a) or
 // x_b + below <= x_a (b below a). For plain buffers above = a.size and
