@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <variant>
 
 #include "import/order_json.h"
@@ -24,8 +23,6 @@ using planfile::specKeys;
 using planfile::methodsJson;
 using planfile::sharedStateJson;
 using planfile::bufferDeviceJson;
-
-
 
 // ---- writer ----
 
