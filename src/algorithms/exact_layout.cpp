@@ -97,12 +97,11 @@ void buildSections(SearchLayout& out) {
   }
 }
 
-// Pairs sharing time (a sweep over hulls) with their clearances, and the
-// pinned items each unpinned one must step over.
-void buildNeighbours(const PoolProblem& merged, const ExactParams& params, SearchLayout& out) {
+// Calls f(a, i) for every pair of items whose hulls share a section, a
+// placed before i in the sweep.
+template <typename F>
+void forEachHullPair(const SearchLayout& out, F&& f) {
   const ItemIdx m = static_cast<ItemIdx>(out.items.size());
-  std::vector<std::vector<Neighbour>> neighbours(m);
-  std::vector<std::vector<PinObstacle>> obstacles(m);
   std::vector<ItemIdx> by_start(m);
   std::iota(by_start.begin(), by_start.end(), 0);
   std::sort(by_start.begin(), by_start.end(), [&](ItemIdx a, ItemIdx b) {
@@ -113,41 +112,75 @@ void buildNeighbours(const PoolProblem& merged, const ExactParams& params, Searc
   std::vector<ItemIdx> active;
   for (ItemIdx i : by_start) {
     std::erase_if(active, [&](ItemIdx a) { return out.items[a].end_section <= out.items[i].first_section; });
-    for (ItemIdx a : active) {
-      const Buffer& ba = merged.buffers[out.items[a].buffer];
-      const Buffer& bi = merged.buffers[out.items[i].buffer];
-      const auto c = pool::clearance(ba, bi);
-      if (!c) continue;
-      neighbours[a].push_back({i, c->above});
-      neighbours[i].push_back({a, c->below});
-      const bool pa = ba.fixed_offset.has_value(), pi = bi.fixed_offset.has_value();
-      if (pa && pi) {
-        const Offset xa = *ba.fixed_offset, xi = *bi.fixed_offset;
-        if (!(xi >= xa + c->above || xi + c->below <= xa)) out.pins_collide = true;
-      } else if (pa || pi) {
-        // The unpinned one steps over the pinned one.
-        const ItemIdx u = pa ? i : a;
-        const Offset x = pa ? *ba.fixed_offset : *bi.fixed_offset;
-        const Bytes above = pa ? c->above : c->below;  // u above the pin
-        const Bytes below = pa ? c->below : c->above;  // u below the pin
-        const Offset s = out.items[u].size;
-        obstacles[u].push_back({x + s - std::min<Offset>(below, x + s), x + above});
-      }
-    }
+    for (ItemIdx a : active) f(a, i);
     active.push_back(i);
   }
+}
+
+// Pairs sharing time (a sweep over hulls) with their clearances, and the
+// pinned items each unpinned one must step over. The neighbour lists are
+// laid out flat from a first sweep's counts: on a window of thousands of
+// items live at once they are the layout's largest part, and lists grown
+// one by one, then copied, held up to three times their size.
+void buildNeighbours(const PoolProblem& merged, const ExactParams& params, SearchLayout& out) {
+  const ItemIdx m = static_cast<ItemIdx>(out.items.size());
+  auto pinned = [&](ItemIdx i) { return merged.buffers[out.items[i].buffer].fixed_offset.has_value(); };
+  // Slots per item, for every pair of hulls sharing a section: [begin, end)
+  // after the first sweep; `end` then counts the slots filled.
+  std::vector<std::int32_t> nb(m + 1, 0), ob(m + 1, 0);
+  forEachHullPair(out, [&](ItemIdx a, ItemIdx i) {
+    ++nb[a + 1];
+    ++nb[i + 1];
+    if (pinned(a) != pinned(i)) ++ob[(pinned(a) ? i : a) + 1];
+  });
+  for (ItemIdx i = 0; i < m; ++i) {
+    nb[i + 1] += nb[i];
+    ob[i + 1] += ob[i];
+  }
+  std::vector<Neighbour> neighbours(static_cast<std::size_t>(nb[m]));
+  std::vector<PinObstacle> obstacles(static_cast<std::size_t>(ob[m]));
+  std::vector<std::int32_t> nend(nb.begin(), nb.end() - 1), oend(ob.begin(), ob.end() - 1);
+  forEachHullPair(out, [&](ItemIdx a, ItemIdx i) {
+    const Buffer& ba = merged.buffers[out.items[a].buffer];
+    const Buffer& bi = merged.buffers[out.items[i].buffer];
+    const auto c = pool::clearance(ba, bi);
+    if (!c) return;
+    neighbours[static_cast<std::size_t>(nend[a]++)] = {i, c->above};
+    neighbours[static_cast<std::size_t>(nend[i]++)] = {a, c->below};
+    const bool pa = ba.fixed_offset.has_value(), pi = bi.fixed_offset.has_value();
+    if (pa && pi) {
+      const Offset xa = *ba.fixed_offset, xi = *bi.fixed_offset;
+      if (!(xi >= xa + c->above || xi + c->below <= xa)) out.pins_collide = true;
+    } else if (pa || pi) {
+      // The unpinned one steps over the pinned one.
+      const ItemIdx u = pa ? i : a;
+      const Offset x = pa ? *ba.fixed_offset : *bi.fixed_offset;
+      const Bytes above = pa ? c->above : c->below;  // u above the pin
+      const Bytes below = pa ? c->below : c->above;  // u below the pin
+      const Offset s = out.items[u].size;
+      obstacles[static_cast<std::size_t>(oend[u]++)] = {x + s - std::min<Offset>(below, x + s), x + above};
+    }
+  });
+  // Pairs whose gaps keep them apart left slots empty: close up.
+  std::size_t nk = 0, ok = 0;
   for (ItemIdx i = 0; i < m; ++i) {
     Item& item = out.items[i];
-    item.neighbours.begin = static_cast<std::int32_t>(out.neighbours.size());
-    out.neighbours.insert(out.neighbours.end(), neighbours[i].begin(), neighbours[i].end());
-    item.neighbours.end = static_cast<std::int32_t>(out.neighbours.size());
-    std::sort(obstacles[i].begin(), obstacles[i].end(),
-              [](const PinObstacle& a, const PinObstacle& b) { return a.lo < b.lo; });
-    item.obstacles.begin = static_cast<std::int32_t>(out.obstacles.size());
+    item.neighbours.begin = static_cast<std::int32_t>(nk);
+    for (std::int32_t k = nb[i]; k < nend[i]; ++k) neighbours[nk++] = neighbours[static_cast<std::size_t>(k)];
+    item.neighbours.end = static_cast<std::int32_t>(nk);
+    item.obstacles.begin = static_cast<std::int32_t>(ok);
     if (params.pin_obstacles)
-      out.obstacles.insert(out.obstacles.end(), obstacles[i].begin(), obstacles[i].end());
-    item.obstacles.end = static_cast<std::int32_t>(out.obstacles.size());
+      for (std::int32_t k = ob[i]; k < oend[i]; ++k) obstacles[ok++] = obstacles[static_cast<std::size_t>(k)];
+    item.obstacles.end = static_cast<std::int32_t>(ok);
+    std::stable_sort(obstacles.begin() + item.obstacles.begin, obstacles.begin() + item.obstacles.end,
+                     [](const PinObstacle& a, const PinObstacle& b) { return a.lo < b.lo; });
   }
+  neighbours.resize(nk);
+  neighbours.shrink_to_fit();
+  obstacles.resize(ok);
+  obstacles.shrink_to_fit();
+  out.neighbours = std::move(neighbours);
+  out.obstacles = std::move(obstacles);
 }
 
 // Identical unpinned items, chained in index order (symmetry breaking).

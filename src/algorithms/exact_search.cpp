@@ -38,13 +38,6 @@ struct SectionState {
   std::uint64_t stamp = 0;   // == the placement's stamp: touched by this placement
 };
 
-// One candidate of a node's dynamic order.
-struct Candidate {
-  Offset offset;
-  ItemIdx preorder_rank;  // in its partition's static preorder
-  ItemIdx item;
-};
-
 // One undoable change (MiniMalloc's OffsetChange): a section's floor or an
 // item's lowest offset, and the value it had.
 struct TrailEntry {
@@ -419,6 +412,7 @@ class Searcher {
         placement_(params, merged.reserved, layout_, budget_.steps) {
     budget_.stop = params.stop;
     const std::size_t m = layout_.items.size();
+    rank_.assign(m, 0);
     budget_.step_limit = params_.step_limit ? params_.step_limit : ~std::uint64_t{0};
     budget_.steps =
         static_cast<std::uint64_t>(m) + placement_.section_items.size() + layout_.neighbours.size();
@@ -533,11 +527,22 @@ class Searcher {
       });
     budget_.steps += perm.size();
     const std::size_t eb = candidates_.size();
-    for (std::size_t r = 0; r < perm.size(); ++r)
-      candidates_.push_back({0, static_cast<ItemIdx>(r), part_items_[ib + perm[r]]});
+    for (std::size_t r = 0; r < perm.size(); ++r) {
+      const ItemIdx i = part_items_[ib + perm[r]];
+      candidates_.push_back(i);
+      saved_ranks_.push_back(rank_[i]);
+      rank_[i] = static_cast<ItemIdx>(r);
+    }
     keys_.resize(kb);
+    // The part's items now live in its order: the caller's list of them is
+    // dropped before the search, so the stacks hold each part once.
+    part_items_.resize(ib);
     const std::size_t ee = candidates_.size();
     const Status st = search(ps, pe, eb, ee, 0, 0);
+    // The enclosing part's order reads its own ranks again.
+    const std::size_t sb = saved_ranks_.size() - (ee - eb);
+    for (std::size_t k = eb; k < ee; ++k) rank_[candidates_[k]] = saved_ranks_[sb + (k - eb)];
+    saved_ranks_.resize(sb);
     candidates_.resize(eb);
     return st;
   }
@@ -558,27 +563,30 @@ class Searcher {
   }
 
   // Appends this node's order to candidates_: the unplaced items of the
-  // parent's order [eb, ee) by (lowest offset, preorder). Returns the
-  // lowest top any of them can have.
+  // parent's order [eb, ee) by (lowest offset, preorder rank). Returns the
+  // lowest top any of them can have. An entry is the item alone (a fifth of
+  // the memory of a keyed one: a search thousands of levels deep keeps
+  // every level's order); its key is read from the placement, which the
+  // children restore before the node reads its next entry.
   Offset orderCandidates(std::size_t eb, std::size_t ee) {
     const std::size_t ob = candidates_.size();
     Offset min_height = kUnplaced;
     for (std::size_t k = eb; k < ee; ++k) {
-      const ItemIdx i = candidates_[k].item;
+      const ItemIdx i = candidates_[k];
       const ItemState& state = placement_.item_state[i];
       if (state.offset != kUnplaced) continue;
-      candidates_.push_back({state.lowest, candidates_[k].preorder_rank, i});
+      candidates_.push_back(i);
       min_height = std::min(min_height, state.lowest + layout_.items[i].size);
     }
     const std::size_t oe = candidates_.size();
     budget_.steps += 1 + (ee - eb);
     if (params_.dynamic_ordering)  // nearly sorted already (offsets only grow)
       for (std::size_t k = ob + 1; k < oe; ++k) {
-        const Candidate e = candidates_[k];
+        const ItemIdx e = candidates_[k];
+        const Offset offset = lowest(e);
         std::size_t j = k;
-        while (j > ob && (candidates_[j - 1].offset > e.offset ||
-                          (candidates_[j - 1].offset == e.offset &&
-                           candidates_[j - 1].preorder_rank > e.preorder_rank))) {
+        while (j > ob && (lowest(candidates_[j - 1]) > offset ||
+                          (lowest(candidates_[j - 1]) == offset && rank_[candidates_[j - 1]] > rank_[e]))) {
           candidates_[j] = candidates_[j - 1];
           --j;
           ++budget_.steps;
@@ -587,6 +595,7 @@ class Searcher {
       }
     return min_height;
   }
+  Offset lowest(ItemIdx i) const { return placement_.item_state[i].lowest; }
 
   // Depth-first search over canonical placements; [eb, ee) holds the
   // parent's order (placed items are skipped).
@@ -604,31 +613,31 @@ class Searcher {
     if (offset_cut) max_unplaced = static_cast<Bytes>(placement_.unplaced_bytes_tree.max(ps, pe));
     Status result = Status::kNotFound;
     for (std::size_t k = ob; k < oe; ++k) {
-      const Candidate e = candidates_[k];
-      const ItemIdx i = e.item;
+      const ItemIdx i = candidates_[k];
       const Item& item = layout_.items[i];
-      if (params_.canonical_only &&
-          (e.offset < min_offset || (e.offset == min_offset && e.preorder_rank < min_rank)))
+      const Offset offset = lowest(i);
+      const ItemIdx rank = rank_[i];
+      if (params_.canonical_only && (offset < min_offset || (offset == min_offset && rank < min_rank)))
         continue;
-      if (params_.check_dominance && e.offset >= min_height) {
+      if (params_.check_dominance && offset >= min_height) {
         if (params_.dynamic_ordering) break;  // sorted: every later one too
         continue;
       }
-      if (offset_cut && e.offset + max_unplaced > placement_.capacity) {
+      if (offset_cut && offset + max_unplaced > placement_.capacity) {
         if (params_.dynamic_ordering) break;
         continue;
       }
-      if (item.pin != kUnplaced && e.offset != item.pin) continue;
+      if (item.pin != kUnplaced && offset != item.pin) continue;
       if (item.identical_before != kNoItem &&
           placement_.item_state[item.identical_before].offset == kUnplaced)
         continue;
-      if (e.offset + item.size > placement_.capacity) continue;
+      if (offset + item.size > placement_.capacity) continue;
       const std::size_t mark = placement_.trail.size();
       bool hatless = true;
       Status st = Status::kNotFound;
-      if (placement_.place(i, e.offset, hatless) && placement_.check(ps, pe, e.offset)) {
-        st = params_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, e)
-                                           : search(ps, pe, ob, oe, e.offset, e.preorder_rank);
+      if (placement_.place(i, offset, hatless) && placement_.check(ps, pe, offset)) {
+        st = params_.dynamic_decomposition ? decompose(ps, pe, ob, oe, i, offset, rank)
+                                           : search(ps, pe, ob, oe, offset, rank);
       }
       placement_.undo(i, mark);
       if (st != Status::kNotFound) {
@@ -644,7 +653,7 @@ class Searcher {
   // After placing i: solves the parts that no unplaced item joins any more
   // independently (MiniMalloc's DynamicallyDecompose).
   Status decompose(SectionIdx ps, SectionIdx pe, std::size_t ob, std::size_t oe, ItemIdx i,
-                   const Candidate& e) {
+                   Offset offset, ItemIdx rank) {
     const Item& item = layout_.items[i];
     const std::size_t cb = new_cuts_.size();
     budget_.steps += 2 * static_cast<std::uint64_t>(item.end_section - item.first_section);
@@ -652,7 +661,7 @@ class Searcher {
       if (--placement_.spanning[s] == 0 && s + 1 > ps && s + 1 < pe) new_cuts_.push_back(s + 1);
     Status st;
     if (new_cuts_.size() == cb) {
-      st = search(ps, pe, ob, oe, e.offset, e.preorder_rank);
+      st = search(ps, pe, ob, oe, offset, rank);
     } else {
       std::vector<SectionIdx> cuts(new_cuts_.begin() + static_cast<std::ptrdiff_t>(cb), new_cuts_.end());
       new_cuts_.resize(cb);
@@ -664,7 +673,7 @@ class Searcher {
         const std::size_t ib = part_items_.size();
         budget_.steps += oe - ob;
         for (std::size_t k = ob; k < oe; ++k) {
-          const ItemIdx o = candidates_[k].item;
+          const ItemIdx o = candidates_[k];
           if (placement_.item_state[o].offset == kUnplaced && layout_.items[o].end_section > from &&
               layout_.items[o].first_section < to)
             part_items_.push_back(o);
@@ -696,8 +705,11 @@ class Searcher {
   PartialPlacement placement_;
   std::string preorder_keys_;  // this restart's key letters ("WAT")
   // Stacks of the recursion: every node's candidate order, every part's items.
-  std::vector<Candidate> candidates_;
+  std::vector<ItemIdx> candidates_;
   std::vector<ItemIdx> part_items_;
+  // Each item's rank in its part's static preorder; the ranks a nested
+  // part overwrote, restored when it returns.
+  std::vector<ItemIdx> rank_, saved_ranks_;
   // Scratch of one decomposition or one preorder.
   std::vector<SectionIdx> new_cuts_;
   std::vector<double> keys_;
