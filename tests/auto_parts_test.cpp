@@ -233,5 +233,22 @@ TEST(PeakStack, ReachesTheBoundWhereTheOtherStagesLeaveAHole) {
   EXPECT_EQ(after.algorithm, "auto:peak_stack");
 }
 
+// gpt2_train (10,094 buffers): with the buffers of the peak step stacked,
+// only the exact search around them closes the last 872 KiB; stage 4's
+// exact search, without the stack, does not.
+TEST(PeakStack, ExactSearchAroundTheStackReachesTheBoundOnLargePools) {
+  const PoolProblem p = readMiniMallocCsv(test::readText(test::dataDir() / "traces/gpt2_train.csv"),
+                                          "gpt2_train.csv").problem;
+  AutoParams without;
+  without.peak_stack_exact.min_buffers = p.buffers.size();
+  const PoolSolution before = makeAutoAlgorithm(without)->solve(p, {});
+  const PoolSolution after = makeAlgorithm("auto")->solve(p, {});
+  EXPECT_EQ(test::checkPoolPlacement(p, after.offsets), "");
+  EXPECT_EQ(before.size, 401'579'896u);
+  EXPECT_EQ(after.size, lowerBound(p));
+  EXPECT_EQ(after.size, 400'687'004u);
+  EXPECT_EQ(after.algorithm, "auto:peak_stack");
+}
+
 }  // namespace
 }  // namespace memplan

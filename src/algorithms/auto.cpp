@@ -25,11 +25,10 @@ search::StageList autoStages(const AutoParams& p) {
     if (p.with_exact) list.push_back(search::boundedExactStage(p.anytime_exact));
   }
   if (p.with_peak_stack) {
-    // Stages 1-3 again around the pinned stack. Not the exact search: on
-    // gpt2_train's pinned pool it reaches the bound, but its state grows to
-    // 400 MB there (candidate lists over 2,000 levels, neighbour lists of
-    // the window and the 919 pinned buffers beside it).
-    list.push_back(search::peakStackStage(p.peak_stack, throughLocalSearch(p)));
+    // Stages 1-3 again around the pinned stack, and exact search.
+    search::StageList inner = throughLocalSearch(p);
+    if (p.with_exact) inner.push_back(search::boundedExactStage(p.peak_stack_exact));
+    list.push_back(search::peakStackStage(p.peak_stack, std::move(inner)));
   }
   return list;
 }

@@ -29,7 +29,9 @@ class BoundedExactStage : public Stage {
   explicit BoundedExactStage(const BoundedExact& settings) : set_(settings) {}
   std::string_view name() const override { return "exact"; }
   bool run(SearchState& s) const override {
-    if (s.effort() <= 0 || (set_.after_gain && !s.last_gained) || !s.open()) return false;
+    if (s.effort() <= 0 || (set_.after_gain && !s.last_gained) || s.buffers() <= set_.min_buffers ||
+        !s.open())
+      return false;
     exact::ExactParams ep = callParams(s);
     ep.node_limit = s.budget(set_.node_limit);
     ep.step_limit = std::max<std::uint64_t>(1, s.budget(set_.step_limit));

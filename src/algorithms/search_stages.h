@@ -67,11 +67,13 @@ std::shared_ptr<const Stage> localSearchStage(const LocalSearch& settings);
 // search a window of buffers around the peak (ExactParams::window_threshold).
 // It may prove the height optimal or raise the proven bound. Runs while the
 // incumbent is above the tolerance; with after_gain only when the stage
-// just before it lowered the incumbent.
+// just before it lowered the incumbent; only on pools of more than
+// min_buffers buffers.
 struct BoundedExact {
   std::uint64_t node_limit = 500'000;
   std::uint64_t step_limit = 800'000'000;
   bool after_gain = false;
+  std::size_t min_buffers = 0;
 };
 std::shared_ptr<const Stage> boundedExactStage(const BoundedExact& settings);
 
