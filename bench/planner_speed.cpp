@@ -30,9 +30,9 @@ BENCHMARK(BM_LowerBound)->RangeMultiplier(10)->Range(1000, 1000000)->Complexity(
 void BM_BestFitPass(benchmark::State& state) {
   const PoolProblem& p = listOf(static_cast<std::size_t>(state.range(0)));
   const auto merged = pool::mergeInplace(p);
-  heur::Placer placer(merged.problem);
-  const auto order = heur::makeOrder(merged.problem, heur::Order::Conflicts);
-  std::vector<Offset> offsets(merged.problem.buffers.size());
+  heur::Placer placer(merged.pool());
+  const auto order = heur::makeOrder(merged.pool(), heur::Order::Conflicts);
+  std::vector<Offset> offsets(merged.pool().buffers.size());
   for (auto _ : state) benchmark::DoNotOptimize(placer.place(order, 0, heur::Fit::Best, offsets));
   state.SetComplexityN(state.range(0));
 }

@@ -243,11 +243,11 @@ TEST(BestFit, EveryOrderAndFitGivesValidPlans) {
   for (int iter = 0; iter < 1500; ++iter) {
     const PoolProblem p = randomProblem(rng, 40);
     const auto merged = pool::mergeInplace(p);
-    heur::Placer placer(merged.problem);
-    std::vector<Offset> offsets(merged.problem.buffers.size());
+    heur::Placer placer(merged.pool());
+    std::vector<Offset> offsets(merged.pool().buffers.size());
     const Bytes lb = lowerBound(p);
     for (heur::Order o : heur::kAllOrders) {
-      const auto order = heur::makeOrder(merged.problem, o);
+      const auto order = heur::makeOrder(merged.pool(), o);
       for (heur::Fit f : {heur::Fit::Best, heur::Fit::First}) {
         const Bytes h = placer.place(order, 0, f, offsets);
         auto s = pool::makeSolution(p, pool::expandOffsets(merged, offsets), "t", lb, 0);
@@ -282,14 +282,14 @@ TEST(Placer, RunTreeChoosesAsTheBucketsDo) {
     tree_params.index = heur::PlacerParams::Index::Tree;
     tree_params.leaf_ranks = 1 + rng.below(16);
     bucket_params.index = heur::PlacerParams::Index::Buckets;
-    heur::Placer tree(merged.problem, tree_params), buckets(merged.problem, bucket_params);
+    heur::Placer tree(merged.pool(), tree_params), buckets(merged.pool(), bucket_params);
     if (!tree.usesTree()) continue;  // gaps (in-place groups): buckets only
     ASSERT_FALSE(buckets.usesTree());
     ++compared;
-    const std::size_t n = merged.problem.buffers.size();
+    const std::size_t n = merged.pool().buffers.size();
     std::vector<Offset> a(n), b(n);
     for (heur::Order o : heur::kAllOrders) {
-      const auto order = heur::makeOrder(merged.problem, o);
+      const auto order = heur::makeOrder(merged.pool(), o);
       for (heur::Fit f : {heur::Fit::Best, heur::Fit::First}) {
         ASSERT_EQ(tree.place(order, 0, f, a), buckets.place(order, 0, f, b)) << iter;
         ASSERT_EQ(a, b) << "iteration " << iter << " " << heur::passName({o, f});
@@ -300,7 +300,7 @@ TEST(Placer, RunTreeChoosesAsTheBucketsDo) {
       std::vector<BufferId> lifted;
       for (std::size_t k = 0, m = 1 + rng.below(4); k < m; ++k) {
         const auto id = static_cast<BufferId>(rng.below(n));
-        if (merged.problem.buffers[id].fixed_offset || !tree.marked(id)) continue;
+        if (merged.pool().buffers[id].fixed_offset || !tree.marked(id)) continue;
         tree.unmark(id);
         buckets.unmark(id);
         lifted.push_back(id);
@@ -343,11 +343,11 @@ TEST(Placer, DenseFirstFitChoosesAsTheBucketsDo) {
     tree_params.index = heur::PlacerParams::Index::Tree;
     tree_params.leaf_ranks = iter % 3 == 0 ? 0 : 1 + rng.below(32);
     bucket_params.index = heur::PlacerParams::Index::Buckets;
-    heur::Placer tree(merged.problem, tree_params), buckets(merged.problem, bucket_params);
+    heur::Placer tree(merged.pool(), tree_params), buckets(merged.pool(), bucket_params);
     ASSERT_TRUE(tree.usesTree());
     std::vector<Offset> a(n), b(n);
     for (heur::Order o : {heur::Order::SizeDesc, heur::Order::Start, heur::Order::Conflicts}) {
-      const auto order = heur::makeOrder(merged.problem, o);
+      const auto order = heur::makeOrder(merged.pool(), o);
       ASSERT_EQ(tree.place(order, 0, heur::Fit::First, a),
                 buckets.place(order, 0, heur::Fit::First, b));
       ASSERT_EQ(a, b) << "iteration " << iter << " " << heur::orderName(o);
@@ -462,7 +462,7 @@ TEST(Algorithms, BestFitBeatsFirstFitOnAKnownList) {
       makeBuffer(3, 0, 9, 5),  makeBuffer(4, 1, 9, 10), makeBuffer(5, 2, 9, 30),
   };
   const auto merged = pool::mergeInplace(p);
-  heur::Placer placer(merged.problem);
+  heur::Placer placer(merged.pool());
   std::vector<Offset> best(6), first(6);
   const std::vector<BufferId> order = {2, 1, 0, 3, 4, 5};
   EXPECT_EQ(placer.place(order, 0, heur::Fit::Best, best), 50u);
@@ -508,14 +508,14 @@ TEST(LocalSearch, ImprovesOnTheGreedyStartAndNeverWorsens) {
   for (int iter = 0; iter < 200; ++iter) {
     const PoolProblem p = randomProblem(rng, 120);
     const auto merged = pool::mergeInplace(p);
-    heur::Placer placer(merged.problem);
-    std::vector<Offset> offsets(merged.problem.buffers.size());
-    const auto order = heur::makeOrder(merged.problem, heur::Order::Start);
+    heur::Placer placer(merged.pool());
+    std::vector<Offset> offsets(merged.pool().buffers.size());
+    const auto order = heur::makeOrder(merged.pool(), heur::Order::Start);
     const Bytes start = placer.place(order, 0, heur::Fit::First, offsets);
     heur::LocalSearchParams lp;
     lp.work_limit = 200'000;
     lp.seed = static_cast<std::uint64_t>(iter);
-    const auto r = heur::improvePlacement(merged.problem, placer, order, heur::Fit::First,
+    const auto r = heur::improvePlacement(merged.pool(), placer, order, heur::Fit::First,
                                           offsets, lp);
     ASSERT_LE(r.height, start);
     if (r.height < start) ++improved;

@@ -242,11 +242,11 @@ class FitAlgorithm : public Algorithm {
   }
   PoolSolution solve(const PoolProblem& problem, const AlgorithmParams&) const override {
     return pool::solveOffsets(problem, [&](const pool::MergedProblem& m, const pool::Bounds&) {
-      Placer placer(m.problem);
+      Placer placer(m.pool());
       const Pass pass{params_.order, fit_};
       pool::Placement out;
-      out.offsets.assign(m.problem.buffers.size(), 0);
-      placer.place(makeOrder(m.problem, pass.order), 0, fit_, out.offsets);
+      out.offsets.assign(m.pool().buffers.size(), 0);
+      placer.place(makeOrder(m.pool(), pass.order), 0, fit_, out.offsets);
       out.label = passName(pass);
       out.work = placer.work();
       return out;

@@ -1034,7 +1034,7 @@ namespace {
 ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
                                     const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
-  Searcher searcher(merged.problem, params);
+  Searcher searcher(merged.pool(), params);
   const auto deadline = deadlineOf(params);
   const Status st = searcher.solve(capacity, params.node_limit, ~std::uint64_t{0},
                                    deadline ? &*deadline : nullptr);
@@ -1055,10 +1055,10 @@ ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
 ExactResult minimizeHeightHere(const PoolProblem& problem, const std::vector<Offset>& incumbent,
                                Bytes lower_bound, const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
-  std::vector<Offset> best(merged.problem.buffers.size(), 0);
-  for (std::size_t g = 0; g < merged.members.size(); ++g)
-    best[g] = incumbent.at(merged.members[g].front());
-  ExactResult r = minimizeMerged(merged.problem, std::move(best), lower_bound, params);
+  std::vector<Offset> best(merged.pool().buffers.size(), 0);
+  for (std::size_t g = 0; g < merged.size(); ++g)
+    best[g] = incumbent.at(merged.members(g).front());
+  ExactResult r = minimizeMerged(merged.pool(), std::move(best), lower_bound, params);
   r.offsets = pool::expandOffsets(merged, r.offsets);
   r.height = heightOf(problem, r.offsets);
   if (!merged.exact) {

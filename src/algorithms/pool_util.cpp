@@ -187,37 +187,63 @@ std::optional<Clearance> clearance(const Buffer& a, const Buffer& b) {
   return c;
 }
 
+namespace {
+
+// True when merging would copy every buffer unchanged: no group, ids in
+// place, alignments and lifetimes already as the merged problem keeps
+// them, no gaps to normalize.
+bool alreadyMerged(const PoolProblem& problem, const std::vector<BufferId>& root) {
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    if (root[i] != static_cast<BufferId>(i) || b.id != static_cast<BufferId>(i) ||
+        b.inplace_base != kNone || b.alignment < 1 || b.end <= b.start || !b.gaps.empty())
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 MergedProblem mergeInplace(const PoolProblem& problem) {
   const auto n = static_cast<BufferId>(problem.buffers.size());
   MergedProblem out;
-  out.problem.mem_id = problem.mem_id;
-  out.problem.reserved = problem.reserved;
-  out.problem.extra_padding = problem.extra_padding;
-  out.problem.capacity = problem.capacity;
 
   // A group: the buffers whose chains end at one root.
   const std::vector<BufferId> root = detail::inplaceRoots(problem);
   for (BufferId i = 0; i < n; ++i) out.merged_any |= root[i] != i;
 
   // Groups numbered by their first member, so the merged order follows the
-  // original insertion order.
+  // original insertion order; members listed flat, group by group.
   out.group_of.assign(n, kNone);
   std::vector<BufferId> group_of_root(n, kNone);
+  BufferId groups = 0;
   for (BufferId i = 0; i < n; ++i) {
     const BufferId r = root[i];
-    if (group_of_root[r] == kNone) {
-      group_of_root[r] = static_cast<BufferId>(out.members.size());
-      out.members.emplace_back();
-    }
+    if (group_of_root[r] == kNone) group_of_root[r] = groups++;
     out.group_of[i] = group_of_root[r];
-    out.members[out.group_of[i]].push_back(i);
+  }
+  out.member_begin.assign(static_cast<std::size_t>(groups) + 1, 0);
+  for (BufferId i = 0; i < n; ++i) ++out.member_begin[static_cast<std::size_t>(out.group_of[i]) + 1];
+  for (BufferId g = 0; g < groups; ++g) out.member_begin[g + 1] += out.member_begin[g];
+  out.member_ids.resize(n);
+  {
+    std::vector<std::int32_t> next(out.member_begin.begin(), out.member_begin.end() - 1);
+    for (BufferId i = 0; i < n; ++i) out.member_ids[static_cast<std::size_t>(next[out.group_of[i]]++)] = i;
+  }
+  if (alreadyMerged(problem, root)) {
+    out.source = &problem;
+    return out;
   }
 
-  out.problem.buffers.resize(out.members.size());
+  out.own.mem_id = problem.mem_id;
+  out.own.reserved = problem.reserved;
+  out.own.extra_padding = problem.extra_padding;
+  out.own.capacity = problem.capacity;
+  out.own.buffers.resize(static_cast<std::size_t>(groups));
   PoolProblem normalized;  // members with normalized gaps (groups only)
-  for (std::size_t g = 0; g < out.members.size(); ++g) {
-    Buffer& m = out.problem.buffers[g];
-    const auto& members = out.members[g];
+  for (BufferId g = 0; g < groups; ++g) {
+    Buffer& m = out.own.buffers[static_cast<std::size_t>(g)];
+    const std::span<const BufferId> members = out.members(g);
     const Buffer& first = problem.buffers[members.front()];
     m = first;
     m.id = static_cast<BufferId>(g);
@@ -313,7 +339,7 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
       return fmt::format("buffer {} ('{}') at {} overflows", i, b.name, o);
     if (b.fixed_offset && *b.fixed_offset != o)
       return fmt::format("buffer {} ('{}') at {} is pinned at {}", i, b.name, o, *b.fixed_offset);
-    const BufferId first = merged.members[merged.group_of[i]].front();
+    const BufferId first = merged.members(merged.group_of[i]).front();
     if (offsets[first] != o)
       return fmt::format("buffer {} ('{}') at {} but its in-place base '{}' is at {}", i, b.name,
                          o, problem.buffers[first].name, offsets[first]);
@@ -328,12 +354,12 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
     Offset lo, hi;  // absolute bytes
   };
   std::vector<Event> events;
-  events.reserve(2 * merged.problem.buffers.size());
+  events.reserve(2 * merged.pool().buffers.size());
   std::vector<Segment> segs;
-  for (const Buffer& b : merged.problem.buffers) {
+  for (const Buffer& b : merged.pool().buffers) {
     segs.clear();
     segmentsOf(b, segs);
-    const Offset o = offsets[merged.members[b.id].front()];
+    const Offset o = offsets[merged.members(b.id).front()];
     for (const Segment& s : segs) {
       events.push_back({s.start, true, b.id, o + s.lo, o + s.hi});
       events.push_back({s.end, false, b.id, o + s.lo, o + s.hi});
@@ -345,7 +371,7 @@ std::string checkPlacement(const PoolProblem& problem, const std::vector<Offset>
     return a.g < b.g;
   });
   std::map<Offset, std::pair<Offset, BufferId>> live;  // lo -> (hi, group)
-  auto name = [&](BufferId g) { return problem.buffers[merged.members[g].front()].name; };
+  auto name = [&](BufferId g) { return problem.buffers[merged.members(g).front()].name; };
   for (const Event& e : events) {
     if (!e.start) {
       live.erase(e.lo);
@@ -401,17 +427,17 @@ PoolSolution makeSolution(const PoolProblem& problem, std::vector<Offset> offset
 
 PoolSolution solveOffsets(const PoolProblem& problem, const PlaceFn& place) {
   const MergedProblem merged = mergeInplace(problem);
-  checkPins(merged.problem);
+  checkPins(merged.pool());
   Bounds bounds;
   bounds.pool_bound = lowerBound(problem);
   bounds.padding = problem.buffers.empty() ? 0 : problem.extra_padding;
   bounds.target = bounds.pool_bound - bounds.padding;
   if (merged.merged_any)
-    bounds.target = std::max(bounds.target, lowerBound(merged.problem) - bounds.padding);
+    bounds.target = std::max(bounds.target, lowerBound(merged.pool()) - bounds.padding);
   bounds.exact = merged.exact;
   Placement p = place(merged, bounds);
-  moveToHints(merged.problem, p.offsets);
-  const Bytes height = placementHeight(merged.problem, p.offsets);
+  moveToHints(merged.pool(), p.offsets);
+  const Bytes height = placementHeight(merged.pool(), p.offsets);
   // What is proven about the pool: the bound, raised by the algorithm's
   // own proof (never above the plan) when the merged problem is the
   // original one.

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,14 +77,28 @@ struct Clearance {
 std::optional<Clearance> clearance(const Buffer& a, const Buffer& b);
 
 struct MergedProblem {
-  PoolProblem problem;              // one buffer per group, ids 0..m-1
+  // One buffer per group, ids 0..m-1: a copy when some buffer had to be
+  // merged or normalized, else the source problem itself (a million
+  // buffers copied are 144 MB), valid while the source lives.
+  const PoolProblem& pool() const { return source ? *source : own; }
+  std::size_t size() const { return member_begin.empty() ? 0 : member_begin.size() - 1; }
+  // Merged buffer g's originals, in insertion order (the first is the base).
+  std::span<const BufferId> members(BufferId g) const {
+    const auto b = static_cast<std::size_t>(member_begin[static_cast<std::size_t>(g)]);
+    const auto e = static_cast<std::size_t>(member_begin[static_cast<std::size_t>(g) + 1]);
+    return {member_ids.data() + b, e - b};
+  }
   std::vector<BufferId> group_of;   // original buffer -> merged buffer
-  std::vector<std::vector<BufferId>> members;  // merged buffer -> originals
   bool merged_any = false;          // some group has more than one member
   // Placing the merged problem is exactly placing the original one: no
   // member of a group has a window starting above its offset (the hull of
   // such windows would cover bytes no member holds).
   bool exact = true;
+  PoolProblem own;                     // pool() when it is a copy
+  const PoolProblem* source = nullptr;  // pool() when it is the source
+  // members(g) = member_ids[member_begin[g] .. member_begin[g + 1]).
+  std::vector<std::int32_t> member_begin;
+  std::vector<BufferId> member_ids;
 };
 
 // Root of each buffer's inplace_base chain (itself when it has none); the
@@ -99,7 +114,10 @@ namespace memplan::pool {
 // malformed (unsorted, overlapping, window outside [0, size)); PlanError
 // when a group's members are pinned at different offsets or its alignment
 // overflows.
+// The result may refer to `problem` (MergedProblem::pool()): not from a
+// temporary.
 MergedProblem mergeInplace(const PoolProblem& problem);
+MergedProblem mergeInplace(PoolProblem&&) = delete;
 
 // Offsets of the merged buffers -> offsets of the original buffers.
 std::vector<Offset> expandOffsets(const MergedProblem& merged,

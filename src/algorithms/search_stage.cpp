@@ -27,7 +27,7 @@ std::uint64_t SearchState::budget(std::uint64_t work_at_effort_1) const {
 bool SearchState::open() { return best.height > enough && !watch.due(); }
 
 heur::Placer& SearchState::placer() {
-  if (!shared_placer) shared_placer.emplace(merged.problem);
+  if (!shared_placer) shared_placer.emplace(merged.pool());
   return *shared_placer;
 }
 

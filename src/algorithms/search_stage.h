@@ -81,8 +81,8 @@ struct SearchState {
   // True when the last stage that ran lowered the incumbent.
   bool last_gained = false;
 
-  const PoolProblem& pool() const { return merged.problem; }
-  std::size_t buffers() const { return merged.problem.buffers.size(); }
+  const PoolProblem& pool() const { return merged.pool(); }
+  std::size_t buffers() const { return merged.pool().buffers.size(); }
   double effort() const;
   // A budget given at effort 1, scaled by the effort.
   std::uint64_t budget(std::uint64_t work_at_effort_1) const;
