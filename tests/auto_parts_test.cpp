@@ -191,10 +191,12 @@ TEST(AutoParts, NeverLargerThanAnyPrefixOfItsList) {
   EXPECT_GE(smaller, 1);
 }
 
-// The peak stack: the buffers live at the first step of most live bytes,
-// the latest to end first. Live bytes: 12 at step 2, 14 at 3 and 4, 106 at
-// step 6 (a, c, d), so b (ended) and e (starts at 9) are out.
-TEST(PeakStack, TheBuffersOfTheFirstPeakStepLatestEndFirst) {
+// The peak stack: the buffers live at the steps of most live bytes, the
+// latest to end lowest. Live bytes: 12 at step 2, 14 at 3 and 4, 106 at
+// step 6 (a, c, d) and at step 9 (a, e). Step 6 stacks a, d, c; at step 9
+// a is stacked already and e goes on top of it, where d and c (ended)
+// were: no hole at either step.
+TEST(PeakStack, StacksEveryPeakStepLatestEndLowest) {
   std::vector<Buffer> bufs;
   auto add = [&](TimeValue start, TimeValue end, Bytes size) {
     Buffer b;
@@ -208,10 +210,19 @@ TEST(PeakStack, TheBuffersOfTheFirstPeakStepLatestEndFirst) {
   add(2, 5, 8);     // b
   add(3, 8, 2);     // c
   add(6, 9, 100);   // d
-  add(9, 12, 102);  // e: as many bytes (with a) at step 9, but later
-  EXPECT_EQ(heur::peakStack(bufs), (std::vector<BufferId>{0, 3, 2}));
+  add(9, 12, 102);  // e: as many bytes (with a) at step 9
+  using Pins = std::vector<heur::StackPin>;
+  EXPECT_EQ(heur::peakStack(bufs, 0, 64), (Pins{{0, 0}, {3, 4}, {2, 104}, {4, 4}}));
+  EXPECT_EQ(heur::peakStack(bufs, 10, 64), (Pins{{0, 10}, {3, 14}, {2, 114}, {4, 14}}));
+  // The first step alone.
+  EXPECT_EQ(heur::peakStack(bufs, 0, 1), (Pins{{0, 0}, {3, 4}, {2, 104}}));
+  // A later step whose stack would leave a hole (e aligned to 8 above a's
+  // 4 bytes) is left out.
+  bufs[4].alignment = 8;
+  EXPECT_EQ(heur::peakStack(bufs, 0, 64), (Pins{{0, 0}, {3, 4}, {2, 104}}));
+  bufs[4].alignment = 1;
   bufs[3].fixed_offset = 0;  // pinned buffers are placed at their pins, not stacked
-  EXPECT_EQ(heur::peakStack(bufs), (std::vector<BufferId>{0, 2}));
+  EXPECT_EQ(heur::peakStack(bufs, 0, 64), (Pins{{0, 0}, {2, 4}}));
 }
 
 // unet_train: the stages before the peak stack stop 18,496 bytes above the

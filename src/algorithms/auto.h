@@ -33,11 +33,12 @@
 //     within a budget that grows with the pool, then exact search again if
 //     they gained.
 //  6. Peak stack: while the plan is still above the tolerance, stages 1-3
-//     again on the pool with the buffers live at its step of most live
-//     bytes pinned in a stack without a hole there, the latest to end
-//     lowest (search_stages.h); taken when lower. On training traces the
-//     hole a plan leaves at that step under long-lived buffers is what
-//     keeps it above the bound, and no local move closes it.
+//     (and exact search on pools larger than its window) again on the pool
+//     with the buffers live at its steps of most live bytes pinned in
+//     stacks without a hole there, the latest to end lowest
+//     (search_stages.h); taken when lower. On training traces the hole a
+//     plan leaves at those steps under long-lived buffers is what keeps it
+//     above the bound, and no local move closes it.
 // Budgets are work counters scaled by AlgorithmParams::effort, so the same
 // input gives the same plan on any machine under any load. What they
 // allow at effort 1 on a pool of n buffers (work units: placer runs and

@@ -77,25 +77,90 @@ std::vector<std::int64_t> breadthRanks(const std::vector<Buffer>& bufs) {
 
 }  // namespace
 
-std::vector<BufferId> peakStack(const std::vector<Buffer>& bufs) {
-  // Sizes over whole lifetimes (gaps ignored).
+namespace {
+
+// The steps where the most bytes are live (sizes over whole lifetimes,
+// gaps ignored), the first `max_steps` of them in time order.
+std::vector<TimeValue> peakSteps(const std::vector<Buffer>& bufs, std::size_t max_steps) {
   std::vector<pool::LoadDelta> deltas;
   deltas.reserve(2 * bufs.size());
   for (const Buffer& b : bufs) {
     deltas.push_back({b.start, +1, b.size});
     deltas.push_back({b.end, -1, b.size});
   }
-  const TimeValue peak = pool::loadPeak(deltas).step;
-  std::vector<BufferId> out;
-  for (const Buffer& b : bufs)
-    if (!b.fixed_offset && b.start <= peak && peak < b.end) out.push_back(b.id);
-  std::sort(out.begin(), out.end(), [&](BufferId a, BufferId b) {
-    const Buffer &x = bufs[a], &y = bufs[b];
-    if (x.end != y.end) return x.end > y.end;
-    if (x.start != y.start) return x.start < y.start;
-    if (x.size != y.size) return x.size > y.size;
-    return a < b;
-  });
+  const Bytes most = pool::loadPeak(deltas).live;  // sorts: ends first at a step
+  std::vector<TimeValue> steps;
+  Bytes live = 0;
+  for (std::size_t k = 0; k < deltas.size() && steps.size() < max_steps; ++k) {
+    live = deltas[k].sign > 0 ? live + deltas[k].bytes : live - deltas[k].bytes;
+    const bool step_done = k + 1 == deltas.size() || deltas[k + 1].t != deltas[k].t;
+    if (step_done && live == most && most > 0) steps.push_back(deltas[k].t);
+  }
+  return steps;
+}
+
+}  // namespace
+
+std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, Offset base,
+                                               std::size_t max_steps) {
+  constexpr Offset kNotStacked = ~Offset{0};
+  const std::vector<TimeValue> steps = peakSteps(bufs, max_steps);
+  std::vector<Offset> at(bufs.size(), kNotStacked);
+  std::vector<StackPin> out, trial;
+  std::vector<BufferId> fresh, above;
+  Bytes most = 0;
+  for (TimeValue t : steps) {
+    // What is stacked already and live at t lies below `top`; what is
+    // stacked and no longer live may lie above it (`above`, by offset).
+    Offset top = base;
+    Bytes live = 0;
+    fresh.clear();
+    above.clear();
+    for (const Buffer& b : bufs) {
+      if (b.fixed_offset) continue;
+      const bool live_at_t = b.start <= t && t < b.end;
+      if (live_at_t) live += b.size;
+      if (at[b.id] == kNotStacked) {
+        if (live_at_t) fresh.push_back(b.id);
+      } else if (live_at_t) {
+        top = std::max(top, at[b.id] + b.size);
+      }
+    }
+    if (out.empty()) most = live;
+    for (const StackPin& p : out)
+      if (p.offset + bufs[p.id].size > top && !(bufs[p.id].start <= t && t < bufs[p.id].end))
+        above.push_back(p.id);
+    std::sort(above.begin(), above.end(), [&](BufferId a, BufferId b) { return at[a] < at[b]; });
+    std::sort(fresh.begin(), fresh.end(), [&](BufferId a, BufferId b) {
+      const Buffer &x = bufs[a], &y = bufs[b];
+      if (x.end != y.end) return x.end > y.end;
+      if (x.start != y.start) return x.start < y.start;
+      if (x.size != y.size) return x.size > y.size;
+      return a < b;
+    });
+    // Each on top of the last, stepping over what it shares time with above.
+    trial.clear();
+    Offset cursor = top;
+    for (BufferId id : fresh) {
+      const Buffer& b = bufs[id];
+      auto x = alignUp(cursor, b.alignment);
+      for (BufferId o : above) {
+        if (!x || at[o] >= *x + b.size) break;
+        if (bufs[o].overlaps(b) && at[o] + bufs[o].size > *x) x = alignUp(at[o] + bufs[o].size, b.alignment);
+      }
+      const auto end = x ? checkedAdd(*x, b.size) : std::nullopt;
+      if (!end) return std::nullopt;
+      trial.push_back({id, *x});
+      cursor = *end;
+    }
+    // The first step is stacked whole; a later one only when its stack
+    // leaves no hole there (else it would keep the plan above the bound).
+    if (!out.empty() && cursor - base > most) continue;
+    for (const StackPin& p : trial) {
+      at[p.id] = p.offset;
+      out.push_back(p);
+    }
+  }
   return out;
 }
 

@@ -37,12 +37,24 @@ inline constexpr std::array<Order, 6> kAllOrders = {
     Order::SizeDesc, Order::Conflicts, Order::Area, Order::Length, Order::Breadth, Order::Start};
 std::string_view orderName(Order o);
 
-// The buffers (not pinned) live at the first step of most live bytes,
-// latest end first (ties: earlier start, larger, lower id): stacked in
-// this order from the bottom they leave no hole at that step, and what
-// ends last sits lowest, out of the way of what comes after (the "peak
-// stack" search stage, search_stages.h). O(n log n).
-std::vector<BufferId> peakStack(const std::vector<Buffer>& bufs);
+// The buffers (not pinned) live at the steps of most live bytes, stacked
+// (the "peak stack" search stage, search_stages.h): at each such step in
+// time order (the first max_steps of them), those not stacked at an
+// earlier one go on top of the stacked ones live there, from `base` up,
+// latest end first (ties: earlier start, larger, lower id). At the first
+// step that leaves no hole, and what ends last sits lowest, out of the way
+// of what comes after; at the next ones the buffers still live from an
+// earlier step are the lowest of its stack (they end last), so a training
+// trace whose steps repeat one peak gets every peak without a hole but
+// for the few small buffers that end in between. Offsets aligned; nullopt
+// when one would overflow. O(n log n + max_steps n).
+struct StackPin {
+  BufferId id;
+  Offset offset;
+  bool operator==(const StackPin&) const = default;
+};
+std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, Offset base,
+                                               std::size_t max_steps);
 
 // Pinned buffers first (by offset), then the others in the given order.
 // Ties are broken by buffer id, so orders are deterministic.
