@@ -102,7 +102,7 @@ std::vector<TimeValue> peakSteps(const std::vector<Buffer>& bufs, std::size_t ma
 }  // namespace
 
 std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, Offset base,
-                                               std::size_t max_steps) {
+                                               std::size_t max_steps, Bytes max_hole) {
   constexpr Offset kNotStacked = ~Offset{0};
   const std::vector<TimeValue> steps = peakSteps(bufs, max_steps);
   std::vector<Offset> at(bufs.size(), kNotStacked);
@@ -154,8 +154,9 @@ std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, 
       cursor = *end;
     }
     // The first step is stacked whole; a later one only when its stack
-    // leaves no hole there (else it would keep the plan above the bound).
-    if (!out.empty() && cursor - base > most) continue;
+    // leaves no hole there larger than max_hole (a larger one would keep
+    // the plan above what the search accepts).
+    if (!out.empty() && cursor - base > most + max_hole) continue;
     for (const StackPin& p : trial) {
       at[p.id] = p.offset;
       out.push_back(p);

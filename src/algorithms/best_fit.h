@@ -41,20 +41,23 @@ std::string_view orderName(Order o);
 // (the "peak stack" search stage, search_stages.h): at each such step in
 // time order (the first max_steps of them), those not stacked at an
 // earlier one go on top of the stacked ones live there, from `base` up,
-// latest end first (ties: earlier start, larger, lower id). At the first
-// step that leaves no hole, and what ends last sits lowest, out of the way
-// of what comes after; at the next ones the buffers still live from an
-// earlier step are the lowest of its stack (they end last), so a training
-// trace whose steps repeat one peak gets every peak without a hole but
-// for the few small buffers that end in between. Offsets aligned; nullopt
-// when one would overflow. O(n log n + max_steps n).
+// latest end first (ties: earlier start, larger, lower id), stepping over
+// stacked ones that ended but share time with them. At the first step that
+// leaves no hole, and what ends last sits lowest, out of the way of what
+// comes after; at the next ones the buffers still live from an earlier
+// step are the lowest of its stack (they end last), so a training trace
+// whose steps repeat one peak gets every peak without a hole but for the
+// few small buffers that end in between. A later step whose stack would
+// leave a hole of more than max_hole bytes is left out. Offsets aligned;
+// nullopt when one would overflow. O(n log n + max_steps (n + s k)) for s
+// stacked buffers and k ended ones above a step's stack.
 struct StackPin {
   BufferId id;
   Offset offset;
   bool operator==(const StackPin&) const = default;
 };
 std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, Offset base,
-                                               std::size_t max_steps);
+                                               std::size_t max_steps, Bytes max_hole);
 
 // Pinned buffers first (by offset), then the others in the given order.
 // Ties are broken by buffer id, so orders are deterministic.

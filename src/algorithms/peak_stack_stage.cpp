@@ -36,10 +36,11 @@ namespace {
 // from its reserved prefix up, and how many buffers that pins; nullopt
 // when it holds pins of its own (the stack could meet them).
 std::optional<std::pair<PoolProblem, std::size_t>> pinnedStack(const PoolProblem& pool,
-                                                               std::size_t max_steps) {
+                                                               std::size_t max_steps,
+                                                               Bytes max_hole) {
   for (const Buffer& b : pool.buffers)
     if (b.fixed_offset) return std::nullopt;
-  const auto pins = heur::peakStack(pool.buffers, pool.reserved, max_steps);
+  const auto pins = heur::peakStack(pool.buffers, pool.reserved, max_steps, max_hole);
   if (!pins) return std::nullopt;
   PoolProblem out = pool;
   for (const heur::StackPin& p : *pins) out.buffers[p.id].fixed_offset = p.offset;
@@ -60,7 +61,8 @@ class PeakStackStage : public Stage {
     std::size_t pinned_before = 0;
     for (const std::size_t steps : {set_.max_steps, std::size_t{1}}) {
       if (!s.open()) break;
-      auto pinned = pinnedStack(s.pool(), steps);
+      // Holes the gap tolerance accepts (the search ends within it).
+      auto pinned = pinnedStack(s.pool(), steps, s.enough - std::min(s.enough, s.bounds.target));
       if (!pinned) return false;
       if (pinned->second == pinned_before) break;  // the same stack again
       pinned_before = pinned->second;
