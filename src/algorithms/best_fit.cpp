@@ -99,6 +99,19 @@ std::vector<TimeValue> peakSteps(const std::vector<Buffer>& bufs, std::size_t ma
   return steps;
 }
 
+// Latest end first (ties: earlier start, larger, lower id).
+bool endsLater(const Buffer& x, const Buffer& y) {
+  if (x.end != y.end) return x.end > y.end;
+  if (x.start != y.start) return x.start < y.start;
+  if (x.size != y.size) return x.size > y.size;
+  return x.id < y.id;
+}
+
+// A later step stepping its new buffers over the ended ones above costs
+// new x ended pairs: past this many the step is left out (bounded work on
+// any list; training traces need a few hundred thousand).
+constexpr std::size_t kMaxStepPairs = std::size_t{1} << 24;
+
 }  // namespace
 
 std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, Offset base,
@@ -130,14 +143,9 @@ std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, 
     for (const StackPin& p : out)
       if (p.offset + bufs[p.id].size > top && !(bufs[p.id].start <= t && t < bufs[p.id].end))
         above.push_back(p.id);
+    if (!out.empty() && fresh.size() > kMaxStepPairs / std::max<std::size_t>(1, above.size())) continue;
     std::sort(above.begin(), above.end(), [&](BufferId a, BufferId b) { return at[a] < at[b]; });
-    std::sort(fresh.begin(), fresh.end(), [&](BufferId a, BufferId b) {
-      const Buffer &x = bufs[a], &y = bufs[b];
-      if (x.end != y.end) return x.end > y.end;
-      if (x.start != y.start) return x.start < y.start;
-      if (x.size != y.size) return x.size > y.size;
-      return a < b;
-    });
+    std::sort(fresh.begin(), fresh.end(), [&](BufferId a, BufferId b) { return endsLater(bufs[a], bufs[b]); });
     // Each on top of the last, stepping over what it shares time with above.
     trial.clear();
     Offset cursor = top;

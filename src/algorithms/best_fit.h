@@ -48,9 +48,10 @@ std::string_view orderName(Order o);
 // step are the lowest of its stack (they end last), so a training trace
 // whose steps repeat one peak gets every peak without a hole but for the
 // few small buffers that end in between. A later step whose stack would
-// leave a hole of more than max_hole bytes is left out. Offsets aligned;
-// nullopt when one would overflow. O(n log n + max_steps (n + s k)) for s
-// stacked buffers and k ended ones above a step's stack.
+// leave a hole of more than max_hole bytes is left out, and so is one
+// whose new buffers times the ended ones above it exceed 2^24 pairs (the
+// work of stepping over them). Offsets aligned; nullopt when one would
+// overflow. O(max_steps (n log n + 2^24)).
 struct StackPin {
   BufferId id;
   Offset offset;
