@@ -38,7 +38,7 @@ std::unique_ptr<Algorithm> makeAutoAlgorithm(const AutoParams& params) {
       .name = "auto",
       .summary = "memplan's default: first fit, best fit (on pools of at most 50,000 buffers "
                  "by default) and ExecuTorch's greedy, then other orders, local search, exact "
-                 "search and a search around the peak step's buffers stacked while above the "
+                 "search and a search around the buffers of the peak steps stacked while above the "
                  "lower bound; keeps the smallest",
       .honours_gaps = true,
       .honours_hints = true,
