@@ -11,7 +11,8 @@
 // trace repeats its peak once a training step (17 times in
 // gpt2_long_train): the buffers still live from an earlier peak are the
 // lowest of the next one's stack (they end last), so each later peak step
-// is stacked on top of them, when that leaves no hole there either.
+// is stacked on top of them, when the hole that leaves there is within
+// the search's gap tolerance.
 //
 //   step of most live bytes t*        stacked at t* (pinned)
 //   |  a  ====================>        d  [=====]        ends first: top
@@ -55,15 +56,15 @@ class PeakStackStage : public Stage {
   bool run(SearchState& s) const override {
     if (s.effort() <= 0 || s.buffers() > set_.max_buffers || !s.open() || s.proof.optimal)
       return false;
-    // Every peak step that stacks without a hole, then the first alone
-    // (more pins can leave the others too little room), while above the
-    // tolerance.
+    // Every peak step that stacks without a hole the tolerance would not
+    // accept, then the first alone (more pins can leave the others too
+    // little room), while above the tolerance.
     std::size_t pinned_before = 0;
     for (const std::size_t steps : {set_.max_steps, std::size_t{1}}) {
       if (!s.open()) break;
       // Holes the gap tolerance accepts (the search ends within it).
       auto pinned = pinnedStack(s.pool(), steps, s.enough - std::min(s.enough, s.bounds.target));
-      if (!pinned) return false;
+      if (!pinned) return pinned_before > 0;
       if (pinned->second == pinned_before) break;  // the same stack again
       pinned_before = pinned->second;
       searchAround(s, pinned->first);
