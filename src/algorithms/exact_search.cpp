@@ -1055,10 +1055,7 @@ ExactResult solveWithinCapacityHere(const PoolProblem& problem, Bytes capacity,
 ExactResult minimizeHeightHere(const PoolProblem& problem, const std::vector<Offset>& incumbent,
                                Bytes lower_bound, const ExactParams& params) {
   const pool::MergedProblem merged = pool::mergeInplace(problem);
-  std::vector<Offset> best(merged.pool().buffers.size(), 0);
-  for (std::size_t g = 0; g < merged.size(); ++g)
-    best[g] = incumbent.at(merged.members(g).front());
-  ExactResult r = minimizeMerged(merged.pool(), std::move(best), lower_bound, params);
+  ExactResult r = minimizeMerged(merged.pool(), pool::mergedOffsets(merged, incumbent), lower_bound, params);
   r.offsets = pool::expandOffsets(merged, r.offsets);
   r.height = heightOf(problem, r.offsets);
   if (!merged.exact) {

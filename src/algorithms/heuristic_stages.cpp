@@ -62,9 +62,7 @@ void runGreedy(const SearchState& s, Parts& parts) {
     const PoolSolution g = detail::executorchGreedy(s.problem, true, &parts.stop);
     if (g.offsets.empty()) return;  // stopped
     Part& part = parts.greedy;
-    part.offsets.resize(s.merged.size());
-    for (std::size_t k = 0; k < part.offsets.size(); ++k)
-      part.offsets[k] = g.offsets[s.merged.members(k).front()];
+    part.offsets = pool::mergedOffsets(s.merged, g.offsets);
     part.height = pool::placementHeight(s.pool(), part.offsets);
     part.label = "greedy";
     part.work = g.work;

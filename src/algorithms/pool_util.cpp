@@ -303,6 +303,13 @@ std::vector<Offset> expandOffsets(const MergedProblem& merged,
   return out;
 }
 
+std::vector<Offset> mergedOffsets(const MergedProblem& merged, const std::vector<Offset>& offsets) {
+  std::vector<Offset> out(merged.size());
+  for (std::size_t g = 0; g < out.size(); ++g)
+    out[g] = offsets.at(merged.members(static_cast<BufferId>(g)).front());
+  return out;
+}
+
 Bytes placementHeight(const PoolProblem& problem, const std::vector<Offset>& offsets) {
   Bytes h = problem.reserved;
   for (std::size_t i = 0; i < problem.buffers.size(); ++i)

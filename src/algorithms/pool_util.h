@@ -122,6 +122,10 @@ MergedProblem mergeInplace(PoolProblem&&) = delete;
 // Offsets of the merged buffers -> offsets of the original buffers.
 std::vector<Offset> expandOffsets(const MergedProblem& merged,
                                   const std::vector<Offset>& merged_offsets);
+// Offsets of the original buffers -> offsets of the merged buffers (each
+// group's first member's). Throws std::out_of_range when `offsets` has too
+// few entries.
+std::vector<Offset> mergedOffsets(const MergedProblem& merged, const std::vector<Offset>& offsets);
 
 // max(offset + size) over the buffers, at least the reserved prefix.
 Bytes placementHeight(const PoolProblem& problem, const std::vector<Offset>& offsets);
