@@ -123,6 +123,7 @@ std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, 
   std::vector<BufferId> fresh, above;
   Bytes most = 0;
   for (TimeValue t : steps) {
+    auto liveAt = [t](const Buffer& b) { return b.start <= t && t < b.end; };
     // What is stacked already and live at t lies below `top`; what is
     // stacked and no longer live may lie above it (`above`, by offset).
     Offset top = base;
@@ -131,7 +132,7 @@ std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, 
     above.clear();
     for (const Buffer& b : bufs) {
       if (b.fixed_offset) continue;
-      const bool live_at_t = b.start <= t && t < b.end;
+      const bool live_at_t = liveAt(b);
       if (live_at_t) live += b.size;
       if (at[b.id] == kNotStacked) {
         if (live_at_t) fresh.push_back(b.id);
@@ -141,7 +142,7 @@ std::optional<std::vector<StackPin>> peakStack(const std::vector<Buffer>& bufs, 
     }
     if (out.empty()) most = live;
     for (const StackPin& p : out)
-      if (p.offset + bufs[p.id].size > top && !(bufs[p.id].start <= t && t < bufs[p.id].end))
+      if (p.offset + bufs[p.id].size > top && !liveAt(bufs[p.id]))
         above.push_back(p.id);
     if (!out.empty() && fresh.size() > kMaxStepPairs / std::max<std::size_t>(1, above.size())) continue;
     std::sort(above.begin(), above.end(), [&](BufferId a, BufferId b) { return at[a] < at[b]; });
