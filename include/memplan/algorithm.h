@@ -23,6 +23,8 @@ namespace memplan {
 
 struct Buffer {
   BufferId id = 0;          // position in PoolProblem::buffers
+  BufferId inplace_base = kNone;  // ExecuTorch inplace_base: same offset as
+                                  // that buffer, own lifetime
   std::string name;         // for messages only
   TimeValue start = 0;      // first step alive
   TimeValue end = 0;        // one past the last step alive (start < end)
@@ -34,8 +36,6 @@ struct Buffer {
   std::optional<Offset> hint;           // preferred offset, if the algorithm
                                         // honours hints (AlgorithmInfo)
   std::vector<Gap> gaps;                // windows holding fewer bytes
-  BufferId inplace_base = kNone;        // ExecuTorch inplace_base: same offset
-                                        // as that buffer, own lifetime
   bool overlaps(const Buffer& o) const { return start < o.end && o.start < end; }
 };
 

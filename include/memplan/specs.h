@@ -61,9 +61,9 @@ struct Spec {
   bool is_constant = false;          // untrainable weight
   bool dynamic_unbound = false;
   bool planned = false;              // selected by the alloc_* options
+  bool shared = false;               // state placed in the model's state pool
   std::string name;
   std::string fqn;                   // state's name (shared specs)
-  bool shared = false;               // state placed in the model's state pool
 };
 
 // TensorId -> SpecId for the tensors of one graph; kNone for every other

@@ -72,14 +72,16 @@ void runGreedy(const SearchState& s, Parts& parts) {
 }
 
 // First fit here; the others on threads of their own while there are
-// cores for them, the rest here after first fit (skipped once it stopped
-// them when there is one thread).
+// cores for them (on pools of at most concurrent_max_buffers), the rest
+// here after first fit (skipped once it stopped them when there is one
+// thread).
 void runParts(const SearchState& s, const BuiltInHeuristics& set, Parts& parts) {
   std::vector<std::function<void()>> others;
   if (s.buffers() <= set.best_fit_max_buffers)
     others.emplace_back([&] { runFit(s, heur::Fit::Best, parts); });
   if (set.executorch_greedy) others.emplace_back([&] { runGreedy(s, parts); });
-  const unsigned threads = set.threads ? set.threads : std::thread::hardware_concurrency();
+  unsigned threads = set.threads ? set.threads : std::thread::hardware_concurrency();
+  if (s.buffers() > set.concurrent_max_buffers) threads = 1;
   if (threads >= 2) {
     const std::size_t spawned = std::min<std::size_t>(threads - 1, others.size());
     std::vector<std::thread> running;

@@ -21,6 +21,13 @@ namespace memplan::search {
 struct BuiltInHeuristics {
   // Threads (0 = one per core, up to three). The result does not depend on it.
   unsigned threads = 0;
+  // Above this many buffers (merged) the parts run one after another
+  // whatever `threads` says: each holds an index of the whole pool, and
+  // running two at once costs their sum (log-uniform list of 1,000,000
+  // buffers: first fit's run tree and greedy's index together are about a
+  // quarter of the peak). The CPU time is the same; the wall time grows by
+  // greedy's.
+  std::size_t concurrent_max_buffers = 250'000;
   bool executorch_greedy = true;
   // Best fit runs only on pools of at most this many buffers (merged).
   // Above, it costs as much as first fit and greedy together and gave
