@@ -251,6 +251,43 @@ TEST(Auto, BestFitOnlyUpToItsThreshold) {
   FAIL() << "no list where best fit beats first fit";
 }
 
+// Stage 1's parts run on threads of their own, on one thread, or one
+// after another above concurrent_max_buffers: the plan, the work counted
+// and the part that won are the same every way. The seeds are lists where
+// first fit, greedy, best fit and greedy win.
+TEST(Auto, SameResultOnAnyNumberOfThreads) {
+  for (const std::uint64_t seed : {1, 3, 7, 11}) {
+    SplitMix64 rng(seed);
+    PoolProblem p;
+    const std::size_t n = 2'000;
+    for (std::size_t i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = static_cast<BufferId>(i);
+      b.name = "t" + std::to_string(i);
+      b.start = static_cast<TimeValue>(rng.below(600));
+      b.end = b.start + 1 + static_cast<TimeValue>(rng.below(1 + seed * 10));
+      b.size = b.nbytes = 1 + rng.below(std::uint64_t{1} << (1 + rng.below(20)));
+      p.buffers.push_back(b);
+    }
+    AutoParams threads = heuristicsOnly();
+    threads.heuristics.executorch_greedy = true;
+    threads.heuristics.threads = 3;
+    threads.peak_stack.max_buffers = 0;
+    const PoolSolution base = makeAutoAlgorithm(threads)->solve(p, {});
+    AutoParams one = threads, serial = threads;
+    one.heuristics.threads = 1;
+    serial.heuristics.concurrent_max_buffers = n - 1;
+    for (const AutoParams& other : {one, serial}) {
+      const PoolSolution got = makeAutoAlgorithm(other)->solve(p, {});
+      EXPECT_EQ(got.size, base.size) << "seed " << seed;
+      EXPECT_EQ(got.offsets, base.offsets) << "seed " << seed;
+      EXPECT_EQ(got.work, base.work) << "seed " << seed;
+      EXPECT_EQ(got.algorithm, base.algorithm) << "seed " << seed;
+    }
+    EXPECT_EQ(test::checkPoolPlacement(p, base.offsets), "");
+  }
+}
+
 // On large dense lists (above best_fit_max_buffers, so auto's stage 1 is
 // first fit and ExecuTorch's greedy alone): auto is never larger than
 // greedy, whose plan it must beat or match on its own. Three shapes: short

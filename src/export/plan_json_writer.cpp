@@ -170,6 +170,19 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::vector<S
   out += g.allocations.empty() ? "]" : "\n" + indent + "]";
 }
 
+// At least the bytes appendAllocations writes for g: per line its fixed
+// text, seven integers of at most 20 characters and a name escaped at
+// most six characters a byte (a spec's key, when a name, is its name).
+std::size_t allocationsBound(const GraphPlan& g, std::size_t indent) {
+  constexpr std::size_t kLine = 96 + 7 * 20;
+  std::size_t bytes = 2 * indent + 4;
+  for (const Allocation& a : g.allocations) {
+    const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
+    bytes += kLine + indent + 6 * (known ? g.specs.specs[a.spec].name.size() : 0) + 2;
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOptions& options) {
@@ -197,6 +210,13 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     out += "  \"bufsizes\": " + dump(ojson(plan.graphs[0].bufsizes)) + ",\n";
     out += "  \"allocations\": ";
     keys = specKeys(plan.graphs[0].specs);
+    // Room for every graph's allocations up front: a plan of a million
+    // buffers writes some 200 MB, and a string grown by doubling holds
+    // the old copy beside one twice its size (the command's peak). Pages
+    // reserved and never written cost no memory.
+    std::size_t room = out.size() + 4096 + allocationsBound(plan.graphs[0], 2);
+    for (const GraphPlan& g : plan.graphs) room += 4096 + 512 * g.pools.size() + allocationsBound(g, 6);
+    out.reserve(room);
     appendAllocations(out, plan.graphs[0], keys, "  ", model != nullptr);
     out += ",\n";
   }
