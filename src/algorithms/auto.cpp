@@ -7,18 +7,19 @@ namespace memplan {
 
 namespace {
 
-// Stages 1-3: the "local_search" algorithm.
-search::StageList throughLocalSearch(const AutoParams& p) {
+// Stages 1-3: the "local_search" algorithm (with `local_search` as its
+// local search).
+search::StageList throughLocalSearch(const AutoParams& p, const search::LocalSearch& local_search) {
   search::StageList list = {search::builtInHeuristicsStage(p.heuristics),
                             search::portfolioStage(p.portfolio)};
-  if (p.with_local_search) list.push_back(search::localSearchStage(p.local_search));
+  if (p.with_local_search) list.push_back(search::localSearchStage(local_search));
   return list;
 }
 
 }  // namespace
 
 search::StageList autoStages(const AutoParams& p) {
-  search::StageList list = throughLocalSearch(p);
+  search::StageList list = throughLocalSearch(p, p.local_search);
   if (p.with_exact) list.push_back(search::boundedExactStage(p.exact));
   if (p.with_local_search && p.with_anytime) {
     list.push_back(search::localSearchStage(p.anytime));
@@ -26,7 +27,7 @@ search::StageList autoStages(const AutoParams& p) {
   }
   if (p.with_peak_stack) {
     // Stages 1-3 again around the pinned stack, and exact search.
-    search::StageList inner = throughLocalSearch(p);
+    search::StageList inner = throughLocalSearch(p, p.peak_stack_local_search);
     if (p.with_exact) inner.push_back(search::boundedExactStage(p.peak_stack_exact));
     list.push_back(search::peakStackStage(p.peak_stack, std::move(inner)));
   }
@@ -56,7 +57,7 @@ std::unique_ptr<Algorithm> makeLocalSearchAlgorithm() {
       .honours_gaps = true,
       .honours_hints = true};
   const AutoParams p;
-  return search::makeStagedAlgorithm(kInfo, throughLocalSearch(p), p.search);
+  return search::makeStagedAlgorithm(kInfo, throughLocalSearch(p, p.local_search), p.search);
 }
 
 // Auto's whole list, then an exact search with a node budget of its own

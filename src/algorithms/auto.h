@@ -33,7 +33,8 @@
 //     within a budget that grows with the pool, then exact search again if
 //     they gained.
 //  6. Peak stack: while the plan is still above the tolerance, stages 1-3
-//     (and exact search on pools larger than its window) again on the pool
+//     (stage 3 with four times its work) and exact search on pools larger
+//     than its window, again on the pool
 //     with the buffers live at its steps of most live bytes pinned in
 //     stacks without a hole there, the latest to end lowest
 //     (search_stages.h); taken when lower. On training traces the hole a
@@ -53,10 +54,12 @@
 //  - stage 4: one call of 500,000 nodes and 800 M steps (stage 5 may
 //    call it again: 500,000 nodes and 200 M steps);
 //  - stage 5: min(400 M, 4 M + 6,000 n);
-//  - stage 6: stages 1-3 once more, on pools of at most
-//    peak_stack.max_buffers buffers.
-// So apart from the passes the budget grows linearly in n up to a cap of
-// 1.6 G units (about 4 s) whatever the pool; issue 27's lists of up to
+//  - stage 6: stages 1-3 once more (or twice: every peak step stacked,
+//    then the first alone), stage 3 at min(400 M, max(8 M + 8,000 n, 8
+//    passes)), on pools of at most peak_stack.max_buffers buffers.
+// So apart from the passes, stages 3-5 grow linearly in n up to a cap of
+// 1.6 G units (about 4 s) whatever the pool, and stage 6 adds at most two
+// runs of 400 M + 800 M; issue 27's lists of up to
 // 8,000 rows (under 100 KB as CSV: stairs, random intervals) plan in
 // 1-4 s of CPU (docs/benchmarks.md). The optional
 // time limit and stop flag (AlgorithmParams) only cut later stages short:
@@ -107,6 +110,15 @@ struct AutoParams {
   // Smaller pools it searched whole, and the stack only narrows them
   // (MiniMalloc's D and J: twice the time, the same heights).
   search::PeakStack peak_stack;
+  // The local search around the stack gets four times stage 3's work: with
+  // the peak's buffers pinned, the moves that are left are few and slow to
+  // find (regnet_train: 1.0108x -> 1.0020x for 0.7 s more; resnet101ish_train
+  // 1.0009x -> 1.00002x; the other traces the same, at the same time
+  // within noise, except S_1: same height, 1.3 s more).
+  search::LocalSearch peak_stack_local_search{.base_work = 8'000'000,
+                                              .work_per_buffer = 8'000,
+                                              .min_passes = 8,
+                                              .max_work = 400'000'000};
   search::BoundedExact peak_stack_exact{.min_buffers = 2'000};
   // Which of the later stages the list holds (all by default).
   bool with_local_search = true;         // stage 3, and stage 5 with it
