@@ -14,6 +14,47 @@ namespace memplan::heur {
 
 std::string_view fitName(Fit f) { return f == Fit::Best ? "best" : "first"; }
 
+namespace {
+
+// std::partition_point(v.begin(), v.end(), before), searched outward from
+// index `near`: doubling steps, then halving between the last two. A
+// buffer goes into the lists of many neighbouring nodes at about the same
+// place in each, and there this reads a few entries side by side where a
+// search from the ends misses the cache at each halving.
+template <class V, class Before>
+std::size_t partitionNear(const V& v, std::size_t near, Before before) {
+  const std::size_t n = v.size();
+  std::size_t lo = 0, hi = n;  // the answer is in [lo, hi]
+  if (near > n) near = n;
+  if (near < n && before(v[near])) {
+    lo = near + 1;
+    for (std::size_t step = 1; near + step < n; step *= 2) {
+      if (!before(v[near + step])) {
+        hi = near + step;
+        break;
+      }
+      lo = near + step + 1;
+    }
+  } else {
+    hi = near;
+    for (std::size_t step = 1; step <= near; step *= 2) {
+      if (before(v[near - step])) {
+        lo = near - step + 1;
+        break;
+      }
+      hi = near - step;
+    }
+  }
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (before(v[mid])) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // The run tree (pools without gaps).
 
@@ -43,7 +84,8 @@ class Placer::Tree {
 
   void insert(BufferId b, Offset lo, Offset hi) {
     const Cover cv = coverOf(b);
-    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) addRun(covering_runs_[leaf], lo, hi);
+    std::size_t near = 0;  // where it went in the last list: near there in the next
+    for (std::size_t leaf = cv.fs; leaf < cv.fe; ++leaf) near = addRun(covering_runs_[leaf], lo, hi, near);
     for (int k = 0; k < cv.nparts; ++k) {
       auto& list = partial_entries_[cv.parts[k]];
       const Part e{lo, hi, p_.start_rank_[b], p_.end_rank_[b], b};
@@ -54,10 +96,11 @@ class Placer::Tree {
     }
     // Every node over the touched leaves holds it in its union; stop at the
     // first level where all of them already did (their ancestors do too).
+    near = 0;
     for (std::size_t l = cv.ls + first_leaf_node_, r = cv.le + first_leaf_node_; l >= 1; l >>= 1, r >>= 1) {
       bool changed = false;
       for (std::size_t v = l; v <= r; ++v)
-        if (!stale_union_[v]) changed = unionInsert(unions_[v], lo, hi) || changed;
+        if (!stale_union_[v]) changed = unionInsert(unions_[v], lo, hi, near) || changed;
       if (!changed) break;
     }
   }
@@ -214,9 +257,10 @@ class Placer::Tree {
 
   // Buffers covering one leaf are alive together: disjoint ranges, kept as
   // runs of touching ones.
-  void addRun(std::vector<Run>& runs, Offset lo, Offset hi) {
-    auto it = std::upper_bound(runs.begin(), runs.end(), lo,
-                               [](Offset x, const Run& y) { return x < y.lo; });
+  // Returns where the run went (for the next list's search).
+  std::size_t addRun(std::vector<Run>& runs, Offset lo, Offset hi, std::size_t near) {
+    const std::size_t at = partitionNear(runs, near, [lo](const Run& y) { return y.lo <= lo; });
+    auto it = runs.begin() + static_cast<std::ptrdiff_t>(at);
     const bool left = it != runs.begin() && std::prev(it)->hi == lo;
     const bool right = it != runs.end() && it->lo == hi;
     if (left && right) {
@@ -230,6 +274,7 @@ class Placer::Tree {
       runs.insert(it, Run{lo, hi});
     }
     p_.work_ += 1;
+    return at;
   }
 
   void dropRun(std::vector<Run>& runs, Offset lo, Offset hi) {
@@ -252,10 +297,12 @@ class Placer::Tree {
   }
 
   // Adds [lo, hi) to a union of runs; false when it held it already.
-  bool unionInsert(std::vector<Run>& runs, Offset lo, Offset hi) {
-    auto i = std::lower_bound(runs.begin(), runs.end(), lo,
-                              [](const Run& y, Offset x) { return y.hi < x; });
-    auto j = std::upper_bound(i, runs.end(), hi, [](Offset x, const Run& y) { return x < y.lo; });
+  // `near`: where to start looking, updated to where it went.
+  bool unionInsert(std::vector<Run>& runs, Offset lo, Offset hi, std::size_t& near) {
+    near = partitionNear(runs, near, [lo](const Run& y) { return y.hi < lo; });
+    const std::size_t after = partitionNear(runs, near, [hi](const Run& y) { return y.lo <= hi; });
+    auto i = runs.begin() + static_cast<std::ptrdiff_t>(near);
+    auto j = runs.begin() + static_cast<std::ptrdiff_t>(after);
     p_.work_ += 1;
     if (i == j) {
       runs.insert(i, Run{lo, hi});
