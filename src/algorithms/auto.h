@@ -16,7 +16,9 @@
 //     and pins, and may place in-place results unsafely). So on larger
 //     pools auto is never larger than first fit and greedy, and best fit
 //     is not among its parts. They run concurrently when there are cores
-//     for it; the lowest wins, ties in that order, and first fit at the
+//     for it, one after another on pools above
+//     heuristics.concurrent_max_buffers (each holds an index of the whole
+//     pool); the lowest wins, ties in that order, and first fit at the
 //     lower bound ends the others early.
 //  2. The other orders and fits of the portfolio, within a work budget.
 //  3. Iterated local search from the best placement (local_search.h),
