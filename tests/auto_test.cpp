@@ -30,6 +30,14 @@ AutoParams heuristicsOnly() {
   return p;
 }
 
+// Buffer i of a generated list, id and name set; the caller fills in the rest.
+Buffer listBuffer(std::size_t i) {
+  Buffer b;
+  b.id = static_cast<BufferId>(i);
+  b.name = "t" + std::to_string(i);
+  return b;
+}
+
 struct Case {
   std::string name;
   std::string algorithm;
@@ -224,9 +232,7 @@ TEST(Auto, BestFitOnlyUpToItsThreshold) {
     PoolProblem p;
     const std::size_t n = 20 + rng.below(40);
     for (std::size_t i = 0; i < n; ++i) {
-      Buffer b;
-      b.id = static_cast<BufferId>(i);
-      b.name = "t" + std::to_string(i);
+      Buffer b = listBuffer(i);
       b.start = static_cast<TimeValue>(rng.below(30));
       b.end = b.start + 1 + static_cast<TimeValue>(rng.below(8));
       b.size = b.nbytes = 1 + rng.below(100);
@@ -261,9 +267,7 @@ TEST(Auto, SameResultOnAnyNumberOfThreads) {
     PoolProblem p;
     const std::size_t n = 2'000;
     for (std::size_t i = 0; i < n; ++i) {
-      Buffer b;
-      b.id = static_cast<BufferId>(i);
-      b.name = "t" + std::to_string(i);
+      Buffer b = listBuffer(i);
       b.start = static_cast<TimeValue>(rng.below(600));
       b.end = b.start + 1 + static_cast<TimeValue>(rng.below(1 + seed * 10));
       b.size = b.nbytes = 1 + rng.below(std::uint64_t{1} << (1 + rng.below(20)));
@@ -302,9 +306,7 @@ TEST(Auto, NeverAboveGreedyOnLargeDenseLists) {
     PoolProblem p;
     const std::size_t n = 60'000;
     for (std::size_t i = 0; i < n; ++i) {
-      Buffer b;
-      b.id = static_cast<BufferId>(i);
-      b.name = "t" + std::to_string(i);
+      Buffer b = listBuffer(i);
       TimeValue len;
       if (shape == 0) {
         b.start = static_cast<TimeValue>(i / 2);
