@@ -117,6 +117,12 @@ void appendText(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// Whether the allocation's spec is one of g's (a plan read from a file may
+// name others).
+bool knownSpec(const GraphPlan& g, const Allocation& a) {
+  return a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
+}
+
 // One allocation on one line, written directly: a plan of a million
 // buffers writes a million of them (twice for the main graph), and a JSON
 // document per line cost most of the command's time. Same bytes as dump()
@@ -124,7 +130,7 @@ void appendText(std::string& out, std::string_view s) {
 // "size", ["lifetime"]}.
 void appendAllocation(std::string& out, const GraphPlan& g, const Allocation& a,
                       const std::vector<SpecKey>& keys, bool by_tensor) {
-  const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
+  const bool known = knownSpec(g, a);
   const SpecKey none{};
   const SpecKey& key = known ? keys[a.spec] : none;
   out += "{\"id\":";
@@ -170,16 +176,15 @@ void appendAllocations(std::string& out, const GraphPlan& g, const std::vector<S
   out += g.allocations.empty() ? "]" : "\n" + indent + "]";
 }
 
-// At least the bytes appendAllocations writes for g: per line its fixed
-// text, seven integers of at most 20 characters and a name escaped at
-// most six characters a byte (a spec's key, when a name, is its name).
-std::size_t allocationsBound(const GraphPlan& g, std::size_t indent) {
-  constexpr std::size_t kLine = 96 + 7 * 20;
-  std::size_t bytes = 2 * indent + 4;
-  for (const Allocation& a : g.allocations) {
-    const bool known = a.spec >= 0 && static_cast<std::size_t>(a.spec) < g.specs.specs.size();
-    bytes += kLine + indent + 6 * (known ? g.specs.specs[a.spec].name.size() : 0) + 2;
-  }
+// At least the bytes appendAllocations writes for g at either indent: per
+// line its fixed text and indent, seven integers of at most 20 characters
+// and a name escaped at most six characters a byte (a spec's key, when a
+// name, is its name).
+std::size_t allocationsBound(const GraphPlan& g) {
+  constexpr std::size_t kLine = 96 + 8 + 7 * 20 + 2;
+  std::size_t bytes = 16;
+  for (const Allocation& a : g.allocations)
+    bytes += kLine + 6 * (knownSpec(g, a) ? g.specs.specs[a.spec].name.size() : 0);
   return bytes;
 }
 
@@ -214,8 +219,8 @@ std::string writePlanJson(const Plan& plan, const Model* model, const PlanJsonOp
     // buffers writes some 200 MB, and a string grown by doubling holds
     // the old copy beside one twice its size (the command's peak). Pages
     // reserved and never written cost no memory.
-    std::size_t room = out.size() + 4096 + allocationsBound(plan.graphs[0], 2);
-    for (const GraphPlan& g : plan.graphs) room += 4096 + 512 * g.pools.size() + allocationsBound(g, 6);
+    std::size_t room = out.size() + 4096 + allocationsBound(plan.graphs[0]);
+    for (const GraphPlan& g : plan.graphs) room += 4096 + 512 * g.pools.size() + allocationsBound(g);
     out.reserve(room);
     appendAllocations(out, plan.graphs[0], keys, "  ", model != nullptr);
     out += ",\n";
