@@ -45,12 +45,10 @@ std::size_t partitionNear(const V& v, std::size_t near, Before before) {
       hi = near - step;
     }
   }
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (before(v[mid])) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  const auto first = v.begin();
+  return static_cast<std::size_t>(std::partition_point(first + static_cast<std::ptrdiff_t>(lo),
+                                                       first + static_cast<std::ptrdiff_t>(hi), before) -
+                                  first);
 }
 
 }  // namespace
