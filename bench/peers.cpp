@@ -11,6 +11,7 @@
 //   peers --memplan PATH [--minimalloc PATH] [--timeout S] [--dir DIR] LIST.csv...
 //
 // MiniMalloc's command line: --capacity=C --input=LIST --output=OUT.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -50,8 +51,15 @@ Run spawn(const std::vector<std::string>& args, double timeout_s) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The peers' own output (MiniMalloc prints its time) would break the table.
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+  const int spawned = posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&quiet);
+  if (spawned != 0) {
     r.error = "cannot run " + args[0];
     return r;
   }
