@@ -254,14 +254,27 @@ TEST(ExactSearch, WindowAroundThePeakKeepsPlacementValid) {
   }
   ExactParams params;
   params.window_threshold = 12;
+  params.whole_probe_max_pairs = 0;  // the window alone
   const ExactResult r = minimizeHeight(p, stacked, sweepBound(p), params);
   EXPECT_EQ(invalid(p, r.offsets, r.height), "");
   EXPECT_LT(r.height, x);  // the top of the stack came down
+  EXPECT_GT(r.height, sweepBound(p));  // ... but not to the bound
   EXPECT_GT(r.nodes, 0u);
   // Buffers far from the peak's window keep their offsets.
   std::size_t kept = 0;
   for (std::size_t b = 0; b < p.buffers.size(); ++b) kept += r.offsets[b] == stacked[b];
   EXPECT_GT(kept, 0u);
+
+  // With the bound probed on the whole pool first, every buffer may move:
+  // the bound fits and is proven.
+  params.whole_probe_max_pairs = 1'000;
+  const ExactResult whole = minimizeHeight(p, stacked, sweepBound(p), params);
+  EXPECT_EQ(invalid(p, whole.offsets, whole.height), "");
+  EXPECT_EQ(whole.height, sweepBound(p));
+  EXPECT_TRUE(whole.proven_optimal);
+  // Above the cap on pairs alive together, the window alone again.
+  params.whole_probe_max_pairs = 10;
+  EXPECT_EQ(minimizeHeight(p, stacked, sweepBound(p), params).offsets, r.offsets);
 }
 
 TEST(ExactSearch, InplacePairsShareOffsets) {

@@ -29,7 +29,9 @@
 //  4. Exact search from the best placement toward the lower bound
 //     (exact_search.h), within a node and a step budget; it may prove the height
 //     optimal or raise the proven lower bound. Large pools search a window
-//     of buffers around the peak (ExactParams::window_threshold).
+//     of buffers around the peak (ExactParams::window_threshold), after a
+//     probe of the bound on the whole pool when it has at most
+//     ExactParams::whole_probe_max_pairs pairs of buffers alive together.
 //  5. Anytime: while the plan is still above the tolerance, rounds of
 //     local search (each from the best placement, with a seed of its own)
 //     within a budget that grows with the pool, then exact search again if

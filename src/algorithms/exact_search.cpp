@@ -850,6 +850,17 @@ class HeightMinimizer {
     probeTheBound();
     descend();
     sweepBelowIncumbent();
+    return result();
+  }
+
+  // Step 1 alone (the whole of a pool larger than the window).
+  ExactResult runBoundProbe() {
+    probeTheBound();
+    return result();
+  }
+
+ private:
+  ExactResult result() {
     ExactResult out;
     out.offsets = std::move(best_);
     out.height = best_height_;
@@ -862,7 +873,6 @@ class HeightMinimizer {
     return out;
   }
 
- private:
   // A probe at `cap` with `give` nodes: kFound lowers the incumbent, a
   // proof raises lo_.
   Status probe(Bytes cap, std::uint64_t give) {
@@ -961,11 +971,52 @@ class HeightMinimizer {
   const double steps_per_node_;
 };
 
+// How many pairs of buffers are alive together, counted up to `cap` (and
+// returned as cap + 1 above it): a search of the whole pool holds each.
+std::uint64_t overlappingPairs(const PoolProblem& mp, std::uint64_t cap) {
+  std::vector<TimeValue> starts, ends;
+  starts.reserve(mp.buffers.size());
+  ends.reserve(mp.buffers.size());
+  for (const Buffer& b : mp.buffers) {
+    starts.push_back(b.start);
+    ends.push_back(b.end);
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  // Twice the pairs: for each buffer, those starting before its end less
+  // those ended by its start, less itself.
+  std::uint64_t twice = 0;
+  for (const Buffer& b : mp.buffers) {
+    const auto began = std::lower_bound(starts.begin(), starts.end(), b.end) - starts.begin();
+    const auto ended = std::upper_bound(ends.begin(), ends.end(), b.start) - ends.begin();
+    twice += static_cast<std::uint64_t>(std::max<std::ptrdiff_t>(0, began - ended - 1));
+    if (twice / 2 > cap) return cap + 1;
+  }
+  return twice / 2;
+}
+
 ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Bytes lower_bound,
                            const ExactParams& params) {
-  if (mp.buffers.size() > params.window_threshold)
+  if (mp.buffers.size() <= params.window_threshold)
+    return HeightMinimizer(mp, std::move(best), lower_bound, params).run();
+  if (mp.buffers.size() > params.whole_probe_max_buffers ||
+      overlappingPairs(mp, params.whole_probe_max_pairs) > params.whole_probe_max_pairs)
     return windowSearch(mp, best, lower_bound, params);
-  return HeightMinimizer(mp, std::move(best), lower_bound, params).run();
+  // The bound on the whole pool first: where it fits, a search that places
+  // every buffer finds it at once; the window cannot (the other buffers
+  // stay where the heuristics left them).
+  ExactResult whole = HeightMinimizer(mp, best, lower_bound, params).runBoundProbe();
+  if (whole.proven_optimal || whole.stopped) return whole;
+  // The window gets what the probe left (a step limit of 0 means none).
+  ExactParams rest = params;
+  rest.node_limit -= std::min(rest.node_limit, whole.nodes);
+  if (rest.step_limit)
+    rest.step_limit = std::max<std::uint64_t>(1, rest.step_limit - std::min(rest.step_limit, whole.steps));
+  ExactResult out = windowSearch(mp, whole.offsets, lower_bound, rest);
+  out.nodes += whole.nodes;
+  out.steps += whole.steps;
+  out.proven_bound = std::max(out.proven_bound, whole.proven_bound);
+  return out;
 }
 
 // The search recurses once per placed item (search -> decompose ->

@@ -71,7 +71,9 @@ std::shared_ptr<const Stage> localSearchStage(const LocalSearch& settings);
 // Exact search from the incumbent toward the lower bound ("exact";
 // exact_search.h, exact.cpp) within node_limit nodes and step_limit steps
 // (a step is one item, section or neighbour read, 2-3 ns). Large pools
-// search a window of buffers around the peak (ExactParams::window_threshold).
+// search a window of buffers around the peak (ExactParams::window_threshold),
+// after probing the bound on the whole pool when it is small enough
+// (ExactParams::whole_probe_max_pairs).
 // It may prove the height optimal or raise the proven bound. Runs while the
 // incumbent is above the tolerance; with after_gain only when the stage
 // just before it lowered the incumbent; only on pools of more than
