@@ -15,10 +15,6 @@
 //   dense_lists --memplan PATH [--generators dense,loguniform,trace:S_1]
 //               [--sizes 1000,10000,100000,1000000] [--algorithms auto,greedy]
 //               [--dir DIR] [--seed S]
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +29,7 @@
 
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
+#include "process.h"
 #include "synthetic.h"
 
 namespace {
@@ -50,31 +47,6 @@ PoolProblem makeList(const std::string& gen, std::size_t n, std::uint64_t seed) 
   throw std::runtime_error("unknown generator " + gen);
 }
 
-// fn() run in a child process, its result (plain data) sent back: this
-// process never holds a large list, so the peak RSS that a run started from
-// it inherits (the kernel keeps the larger of the parent's and the run's
-// own) is the run's.
-template <class Fn>
-auto inChild(Fn fn) -> decltype(fn()) {
-  using T = decltype(fn());
-  int fd[2];
-  if (pipe(fd) != 0) return T{};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    const T value = fn();
-    if (write(fd[1], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) _exit(1);
-    _exit(0);
-  }
-  close(fd[1]);
-  T value{};
-  if (read(fd[0], &value, sizeof value) != static_cast<ssize_t>(sizeof value)) value = T{};
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return value;
-}
-
 struct ListFacts {
   Bytes lb = 0;
   std::size_t live = 0;
@@ -86,7 +58,7 @@ struct ListFacts {
 // 1), and the most buffers live at once.
 ListFacts writeList(const std::string& gen, std::size_t n, std::uint64_t seed,
                     const std::string& file) {
-  return inChild([&] {
+  return bench::inChild([&] {
     ListFacts facts;
     const PoolProblem p = makeList(gen, n, seed);
     BufferList list;
@@ -112,20 +84,12 @@ struct Run {
 Run run(const std::string& memplan, const std::string& list, const std::string& algorithm,
         const std::string& out) {
   Run r;
-  const char* argv[] = {memplan.c_str(), "plan", list.c_str(), "-a", algorithm.c_str(), "-q",
-                        "-o", out.c_str(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, memplan.c_str(), nullptr, nullptr, const_cast<char* const*>(argv),
-                  environ) != 0)
-    return r;
-  int status = 0;
-  rusage u{};
-  if (wait4(pid, &status, 0, &u) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return r;
-  r.cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  r.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
-  r.height = inChild([&] {
+  const bench::Measured m =
+      bench::spawnMeasured({memplan, "plan", list, "-a", algorithm, "-q", "-o", out});
+  if (!m.exited_ok) return r;
+  r.cpu = m.cpu;
+  r.rss_mb = m.rss_mb;
+  r.height = bench::inChild([&] {
     Bytes height = 0;
     const BufferList plan = readMiniMallocCsv(readFile(out), out);
     for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {

@@ -11,18 +11,10 @@
 //   peers --memplan PATH [--minimalloc PATH] [--timeout S] [--dir DIR] LIST.csv...
 //
 // MiniMalloc's command line: --capacity=C --input=LIST --output=OUT.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -30,87 +22,72 @@
 #include "algorithms/pool_util.h"
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
+#include "process.h"
 
 namespace {
 
 using namespace memplan;
 namespace fs = std::filesystem;
 
-struct Run {
-  double cpu = 0, rss_mb = 0;
+// What a child process read: plain data (bench::inChild), so that this
+// process never holds a list and the runs' peak RSS is their own.
+struct ListFacts {
+  std::size_t buffers = 0;
+  Bytes lb = 0;
+};
+struct ReadBack {
   Bytes height = 0;
-  bool ok = false;         // exited 0 and wrote a valid plan
-  bool timed_out = false;
-  std::string error;
+  bool ok = false;
+  char error[120] = {};
 };
 
-// Runs argv to completion (or kills it after timeout_s of wall time, 0 =
-// none); CPU seconds and peak RSS of the child.
-Run spawn(const std::vector<std::string>& args, double timeout_s) {
-  Run r;
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // The peers' own output (MiniMalloc prints its time) would break the table.
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (spawned != 0) {
-    r.error = "cannot run " + args[0];
-    return r;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  rusage u{};
-  for (;;) {
-    const pid_t done = wait4(pid, &status, WNOHANG, &u);
-    if (done == pid) break;
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (timeout_s > 0 && waited > timeout_s && !r.timed_out) {
-      kill(pid, SIGKILL);
-      r.timed_out = true;
+struct Run {
+  bench::Measured m;
+  ReadBack plan;
+};
+
+// The height of the plan in `out` (a MiniMalloc CSV with offsets), after
+// checking that it places every buffer of `file`'s list without overlap.
+ReadBack readBack(const std::string& file, const std::string& out) {
+  return bench::inChild([&] {
+    ReadBack r;
+    try {
+      const PoolProblem list = readMiniMallocCsv(readFile(file), file).problem;
+      const BufferList plan = readMiniMallocCsv(readFile(out), out);
+      if (plan.problem.buffers.size() != list.buffers.size())
+        throw std::runtime_error("buffer count");
+      std::vector<Offset> offsets(list.buffers.size());
+      for (std::size_t i = 0; i < offsets.size(); ++i) {
+        if (!plan.offsets[i]) throw std::runtime_error("buffer without an offset");
+        offsets[i] = *plan.offsets[i];
+        r.height = std::max(r.height, offsets[i] + list.buffers[i].size);
+      }
+      const std::string bad = pool::checkPlacement(list, offsets);
+      if (!bad.empty()) throw std::runtime_error(bad);
+      r.ok = true;
+    } catch (const std::exception& e) {
+      std::snprintf(r.error, sizeof r.error, "%s", e.what());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  r.cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  r.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
-  if (!r.timed_out && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-    r.error = "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return r;
+  });
+}
+
+Run run(const std::vector<std::string>& args, const std::string& file, const std::string& out,
+        double timeout = 0) {
+  std::filesystem::remove(out);
+  Run r;
+  r.m = bench::spawnMeasured(args, timeout);
+  if (r.m.exited_ok) r.plan = readBack(file, out);
+  else if (!r.m.timed_out) std::snprintf(r.plan.error, sizeof r.plan.error, "did not exit 0");
   return r;
 }
 
-// The height of the plan in `out` (a MiniMalloc CSV with offsets), after
-// checking it places every buffer of `list` without overlap.
-void readBack(const PoolProblem& list, const std::string& out, Run& r) {
-  if (r.timed_out || !r.error.empty()) return;
-  try {
-    const BufferList plan = readMiniMallocCsv(readFile(out), out);
-    if (plan.problem.buffers.size() != list.buffers.size()) throw std::runtime_error("buffer count");
-    std::vector<Offset> offsets(list.buffers.size());
-    for (std::size_t i = 0; i < offsets.size(); ++i) {
-      if (!plan.offsets[i]) throw std::runtime_error("buffer without an offset");
-      offsets[i] = *plan.offsets[i];
-      r.height = std::max(r.height, offsets[i] + list.buffers[i].size);
-    }
-    const std::string bad = pool::checkPlacement(list, offsets);
-    if (!bad.empty()) throw std::runtime_error(bad);
-    r.ok = true;
-  } catch (const std::exception& e) {
-    r.error = e.what();
-  }
-}
-
 std::string cell(const Run& r, Bytes lb) {
-  if (r.timed_out) return fmt::format("none in time | {:.1f} | {:.0f}", r.cpu, r.rss_mb);
-  if (!r.ok) return fmt::format("FAILED ({}) | - | -", r.error);
+  if (r.m.timed_out) return fmt::format("none in time | {:.1f} | {:.0f}", r.m.cpu, r.m.rss_mb);
+  if (!r.plan.ok) return fmt::format("FAILED ({}) | - | -", r.plan.error);
   return fmt::format("{:.5f} | {:.2f} | {:.0f}",
-                     static_cast<double>(r.height) / static_cast<double>(lb), r.cpu, r.rss_mb);
+                     static_cast<double>(r.plan.height) / static_cast<double>(lb), r.m.cpu,
+                     r.m.rss_mb);
 }
 
 }  // namespace
@@ -148,28 +125,33 @@ int main(int argc, char** argv) {
   int bad = 0;
   double totals[3] = {0, 0, 0};
   for (const auto& file : lists) {
-    const PoolProblem list = readMiniMallocCsv(readFile(file), file).problem;
-    const Bytes lb = std::max<Bytes>(1, lowerBound(list));
-    Run a = spawn({memplan, "plan", file, "-q", "-o", out}, 0);
-    readBack(list, out, a);
-    Run g = spawn({memplan, "plan", file, "-a", "greedy", "-q", "-o", out}, 0);
-    readBack(list, out, g);
-    bad += !a.ok + !g.ok;
-    totals[0] += a.cpu;
-    totals[1] += g.cpu;
+    const ListFacts facts = bench::inChild([&] {
+      const PoolProblem list = readMiniMallocCsv(readFile(file), file).problem;
+      return ListFacts{list.buffers.size(), std::max<Bytes>(1, lowerBound(list))};
+    });
+    if (!facts.buffers) {
+      std::fprintf(stderr, "peers: cannot read %s\n", file.c_str());
+      return 2;
+    }
+    const Run a = run({memplan, "plan", file, "-q", "-o", out}, file, out);
+    const Run g = run({memplan, "plan", file, "-a", "greedy", "-q", "-o", out}, file, out);
+    bad += !a.plan.ok + !g.plan.ok;
+    totals[0] += a.m.cpu;
+    totals[1] += g.m.cpu;
     std::string mm;
-    if (!minimalloc.empty() && a.ok) {
-      fs::remove(out);
-      Run m = spawn({minimalloc, fmt::format("--capacity={}", a.height), "--input=" + file,
-                     "--output=" + out},
-                    timeout);
-      readBack(list, out, m);
-      if (m.ok && m.height > a.height) m.error = "above its capacity", m.ok = false;
-      totals[2] += m.cpu;
-      mm = " " + cell(m, lb) + " |";
+    if (!minimalloc.empty() && a.plan.ok) {
+      Run m = run({minimalloc, fmt::format("--capacity={}", a.plan.height), "--input=" + file,
+                   "--output=" + out},
+                  file, out, timeout);
+      if (m.plan.ok && m.plan.height > a.plan.height) {
+        m.plan.ok = false;
+        std::snprintf(m.plan.error, sizeof m.plan.error, "above its capacity");
+      }
+      totals[2] += m.m.cpu;
+      mm = " " + cell(m, facts.lb) + " |";
     }
     fmt::print("| {} | {} | {} | {} | {} | {} |{}\n", fs::path(file).stem().string(),
-               list.buffers.size(), lb, a.height, cell(a, lb), cell(g, lb), mm);
+               facts.buffers, facts.lb, a.plan.height, cell(a, facts.lb), cell(g, facts.lb), mm);
     std::fflush(stdout);
   }
   fmt::print("\nCPU seconds in total: auto {:.1f}, greedy {:.1f}{}\n", totals[0], totals[1],
