@@ -1,5 +1,5 @@
 // The default command beside its peers, in one run (docs/benchmarks.md,
-// "Issue 28's targets in one run"): for each buffer list (MiniMalloc CSV),
+// "Issue 28's targets, measured in one run"): for each buffer list (MiniMalloc CSV),
 // `memplan plan LIST.csv` (auto), ExecuTorch's greedy (`-a greedy`) and,
 // when given, Google's MiniMalloc solver told auto's height as its
 // capacity (MiniMalloc decides whether a capacity is enough; it does not
