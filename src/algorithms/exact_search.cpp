@@ -999,7 +999,9 @@ ExactResult minimizeMerged(const PoolProblem& mp, std::vector<Offset> best, Byte
                            const ExactParams& params) {
   if (mp.buffers.size() <= params.window_threshold)
     return HeightMinimizer(mp, std::move(best), lower_bound, params).run();
-  if (mp.buffers.size() > params.whole_probe_max_buffers ||
+  // At the bound already there is nothing to probe, and the whole pool's
+  // search would hold every pair only to say so.
+  if (heightOf(mp, best) <= lower_bound || mp.buffers.size() > params.whole_probe_max_buffers ||
       overlappingPairs(mp, params.whole_probe_max_pairs) > params.whole_probe_max_pairs)
     return windowSearch(mp, best, lower_bound, params);
   // The bound on the whole pool first: where it fits, a search that places
