@@ -8,7 +8,8 @@
 //               lengths 1..1,000 steps, both log-uniform
 //   trace:NAME  bench::resampled from tests/data/traces/NAME.csv
 // Each run is its own process (CPU time user + system and peak RSS from
-// wait4); the height is read back from the plan the run wrote. Lists are
+// wait4); the height is read back from the plan the run wrote, which is
+// checked with the independent placement check. Lists are
 // generated and plans read in child processes, so a run's peak RSS is its
 // own.
 //
@@ -89,16 +90,9 @@ Run run(const std::string& memplan, const std::string& list, const std::string& 
   if (!m.exited_ok) return r;
   r.cpu = m.cpu;
   r.rss_mb = m.rss_mb;
-  r.height = bench::inChild([&] {
-    Bytes height = 0;
-    const BufferList plan = readMiniMallocCsv(readFile(out), out);
-    for (std::size_t i = 0; i < plan.problem.buffers.size(); ++i) {
-      if (!plan.offsets[i]) return Bytes{0};
-      height = std::max(height, *plan.offsets[i] + plan.problem.buffers[i].size);
-    }
-    return height;
-  });
-  r.ok = r.height > 0;
+  const bench::ReadBack plan = bench::readBack(list, out);
+  r.height = plan.height;
+  r.ok = plan.ok;
   return r;
 }
 

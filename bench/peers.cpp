@@ -19,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include "algorithms/pool_util.h"
 #include "memplan/algorithm.h"
 #include "memplan/io.h"
 #include "process.h"
@@ -29,55 +28,23 @@ namespace {
 using namespace memplan;
 namespace fs = std::filesystem;
 
-// What a child process read: plain data (bench::inChild), so that this
-// process never holds a list and the runs' peak RSS is their own.
+// What a child process read of a list: plain data (bench::inChild), so
+// that this process never holds a list and the runs' peak RSS is their own.
 struct ListFacts {
   std::size_t buffers = 0;
   Bytes lb = 0;
 };
-struct ReadBack {
-  Bytes height = 0;
-  bool ok = false;
-  char error[120] = {};
-};
-
 struct Run {
   bench::Measured m;
-  ReadBack plan;
+  bench::ReadBack plan;
 };
-
-// The height of the plan in `out` (a MiniMalloc CSV with offsets), after
-// checking that it places every buffer of `file`'s list without overlap.
-ReadBack readBack(const std::string& file, const std::string& out) {
-  return bench::inChild([&] {
-    ReadBack r;
-    try {
-      const PoolProblem list = readMiniMallocCsv(readFile(file), file).problem;
-      const BufferList plan = readMiniMallocCsv(readFile(out), out);
-      if (plan.problem.buffers.size() != list.buffers.size())
-        throw std::runtime_error("buffer count");
-      std::vector<Offset> offsets(list.buffers.size());
-      for (std::size_t i = 0; i < offsets.size(); ++i) {
-        if (!plan.offsets[i]) throw std::runtime_error("buffer without an offset");
-        offsets[i] = *plan.offsets[i];
-        r.height = std::max(r.height, offsets[i] + list.buffers[i].size);
-      }
-      const std::string bad = pool::checkPlacement(list, offsets);
-      if (!bad.empty()) throw std::runtime_error(bad);
-      r.ok = true;
-    } catch (const std::exception& e) {
-      std::snprintf(r.error, sizeof r.error, "%s", e.what());
-    }
-    return r;
-  });
-}
 
 Run run(const std::vector<std::string>& args, const std::string& file, const std::string& out,
         double timeout = 0) {
   std::filesystem::remove(out);
   Run r;
   r.m = bench::spawnMeasured(args, timeout);
-  if (r.m.exited_ok) r.plan = readBack(file, out);
+  if (r.m.exited_ok) r.plan = bench::readBack(file, out);
   else if (!r.m.timed_out) std::snprintf(r.plan.error, sizeof r.plan.error, "did not exit 0");
   return r;
 }

@@ -1,5 +1,6 @@
 // Running a benchmark's subject as its own process, so that its CPU time
-// and peak RSS are its own (bench/dense_lists.cpp, bench/peers.cpp).
+// and peak RSS are its own, and reading the plan it wrote back in another
+// (bench/dense_lists.cpp, bench/peers.cpp).
 #pragma once
 
 #include <fcntl.h>
@@ -9,10 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "algorithms/pool_util.h"
+#include "memplan/io.h"
 
 namespace memplan::bench {
 
@@ -80,6 +87,40 @@ inline Measured spawnMeasured(const std::vector<std::string>& args, double timeo
   m.rss_mb = static_cast<double>(u.ru_maxrss) / 1024.0;
   m.exited_ok = !m.timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   return m;
+}
+
+// A plan read back: plain data, so that a child process can send it.
+struct ReadBack {
+  Bytes height = 0;
+  bool ok = false;  // every buffer placed, none overlapping
+  char error[120] = {};
+};
+
+// The height of the plan in `plan_file` (a MiniMalloc CSV with offsets),
+// after checking that it places every buffer of `list_file`'s list without
+// overlap (the independent placement check), read in a child process.
+inline ReadBack readBack(const std::string& list_file, const std::string& plan_file) {
+  return inChild([&] {
+    ReadBack r;
+    try {
+      const PoolProblem list = readMiniMallocCsv(readFile(list_file), list_file).problem;
+      const BufferList plan = readMiniMallocCsv(readFile(plan_file), plan_file);
+      if (plan.problem.buffers.size() != list.buffers.size())
+        throw std::runtime_error("buffer count");
+      std::vector<Offset> offsets(list.buffers.size());
+      for (std::size_t i = 0; i < offsets.size(); ++i) {
+        if (!plan.offsets[i]) throw std::runtime_error("buffer without an offset");
+        offsets[i] = *plan.offsets[i];
+        r.height = std::max(r.height, offsets[i] + list.buffers[i].size);
+      }
+      const std::string bad = pool::checkPlacement(list, offsets);
+      if (!bad.empty()) throw std::runtime_error(bad);
+      r.ok = true;
+    } catch (const std::exception& e) {
+      std::snprintf(r.error, sizeof r.error, "%s", e.what());
+    }
+    return r;
+  });
 }
 
 }  // namespace memplan::bench
